@@ -1,0 +1,16 @@
+//! `acquire-lock`: the Lambda function Step Functions calls to acquire a lock.
+//! All behaviour lives in the `sfn-lock` library; this sets it up once per cold start.
+
+use lambda_runtime::{service_fn, LambdaEvent};
+use serde_json::Value;
+use sfn_lock::lambda::{handle_acquire, init_logging, locker_from_env};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    init_logging();
+    let locker = locker_from_env().await;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
+        handle_acquire(&locker, event)
+    }))
+    .await
+}

@@ -1,0 +1,376 @@
+//! The lock on one DynamoDB item per lock name.
+//!
+//! Item: `lockName` (partition key), `owner`, `acquiredAt` and `expiresAt`
+//! (epoch milliseconds), `fencingToken`, and `ttl` (epoch seconds, garbage
+//! collection only). A released lock keeps its item, without `owner`, so the
+//! fencing counter survives; `owner` is also the key of the sparse index
+//! [`OWNER_INDEX`] that finds every lock an execution still holds.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::Client;
+
+use crate::error::StoreError;
+use crate::model::{AcquireOutcome, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome};
+use crate::request::LeaseSeconds;
+use crate::store::LockStore;
+
+pub const LOCK_NAME: &str = "lockName";
+pub const OWNER: &str = "owner";
+pub const ACQUIRED_AT: &str = "acquiredAt";
+pub const EXPIRES_AT: &str = "expiresAt";
+pub const FENCING_TOKEN: &str = "fencingToken";
+pub const TTL: &str = "ttl";
+/// Global secondary index: partition key `owner`, keys only.
+pub const OWNER_INDEX: &str = "owner-index";
+
+/// How long an item outlives its last lease before TTL may delete it. Long
+/// enough that clock skew between writers cannot break fencing order after a
+/// deletion (see [`GRANT`]).
+pub const TTL_GRACE_SECONDS: u32 = 86_400;
+
+/// The lock is free, or its lease ran out. TTL deletes lazily (hours late),
+/// so expiry is decided here, never by the item's absence.
+///
+/// A brand-new item starts its fencing counter at the grant time in
+/// microseconds, so the token still rises when TTL deleted the previous item:
+/// the old counter stopped at its own start time plus its grant count, and a
+/// lock sees far fewer than one grant per microsecond.
+const GRANT: &str =
+    "SET #owner = :owner, #acquiredAt = :now, #expiresAt = :expiresAt, #ttl = :ttl, \
+     #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one";
+const GRANT_CONDITION: &str = "attribute_not_exists(#owner) OR #expiresAt < :now";
+
+/// The caller holds this very grant and it is still live: move the expiry.
+const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
+const RENEW_CONDITION: &str =
+    "#owner = :owner AND #fencingToken = :fencingToken AND #expiresAt >= :now";
+
+const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt SET #ttl = :ttl";
+const RELEASE_CONDITION: &str = "#owner = :owner";
+
+/// A grant or renewal races with other writers only when the lock changes hands
+/// between our two writes; after this many rounds something is badly wrong.
+const MAX_ACQUIRE_ROUNDS: usize = 3;
+
+type Item = HashMap<String, AttributeValue>;
+
+enum WriteFailure {
+    /// The condition did not hold; the item as it was (absent if there was none).
+    ConditionFailed(Option<Item>),
+    Store(StoreError),
+}
+
+/// A [`LockStore`] on one DynamoDB table.
+#[derive(Clone, Debug)]
+pub struct DynamoStore {
+    client: Client,
+    table_name: String,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table_name: impl Into<String>) -> Self {
+        DynamoStore {
+            client,
+            table_name: table_name.into(),
+        }
+    }
+
+    async fn conditional_update(
+        &self,
+        lock_name: &LockName,
+        update: &str,
+        condition: &str,
+        names: &[&str],
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<Item, WriteFailure> {
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table_name)
+            .key(LOCK_NAME, AttributeValue::S(lock_name.as_str().to_owned()))
+            .update_expression(update)
+            .condition_expression(condition)
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        for name in names {
+            request = request.expression_attribute_names(format!("#{name}"), *name);
+        }
+        for (placeholder, value) in values {
+            request = request.expression_attribute_values(placeholder, value);
+        }
+        match request.send().await {
+            Ok(output) => Ok(output.attributes.unwrap_or_default()),
+            Err(SdkError::ServiceError(failure))
+                if matches!(
+                    failure.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                let old_item = match failure.into_err() {
+                    UpdateItemError::ConditionalCheckFailedException(error) => error.item,
+                    _ => None,
+                };
+                Err(WriteFailure::ConditionFailed(old_item))
+            }
+            Err(error) => Err(WriteFailure::Store(classify("UpdateItem", error))),
+        }
+    }
+
+    async fn grant(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        expires_at: EpochMillis,
+        now: EpochMillis,
+    ) -> Result<Item, WriteFailure> {
+        self.conditional_update(
+            lock_name,
+            GRANT,
+            GRANT_CONDITION,
+            &[OWNER, ACQUIRED_AT, EXPIRES_AT, TTL, FENCING_TOKEN],
+            vec![
+                (":owner", string(owner.as_str())),
+                (":now", number(now.0)),
+                (":expiresAt", number(expires_at.0)),
+                (":ttl", number(gc_after(expires_at))),
+                (":tokenBase", number(now.0.saturating_mul(1000))),
+                (":one", number(1)),
+            ],
+        )
+        .await
+    }
+
+    async fn renew(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        fencing_token: u64,
+        expires_at: EpochMillis,
+        now: EpochMillis,
+    ) -> Result<Item, WriteFailure> {
+        self.conditional_update(
+            lock_name,
+            RENEW,
+            RENEW_CONDITION,
+            &[OWNER, FENCING_TOKEN, EXPIRES_AT, TTL],
+            vec![
+                (":owner", string(owner.as_str())),
+                (":fencingToken", number(fencing_token)),
+                (":now", number(now.0)),
+                (":expiresAt", number(expires_at.0)),
+                (":ttl", number(gc_after(expires_at))),
+            ],
+        )
+        .await
+    }
+}
+
+impl LockStore for DynamoStore {
+    async fn acquire(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        lease: LeaseSeconds,
+        now: EpochMillis,
+    ) -> Result<AcquireOutcome, StoreError> {
+        let expires_at = now.plus_seconds(lease.get());
+        for _ in 0..MAX_ACQUIRE_ROUNDS {
+            let old_item = match self.grant(lock_name, owner, expires_at, now).await {
+                Ok(item) => {
+                    return Ok(AcquireOutcome::Granted(lease_from(
+                        lock_name, owner, &item,
+                    )?))
+                }
+                Err(WriteFailure::Store(error)) => return Err(error),
+                Err(WriteFailure::ConditionFailed(old_item)) => old_item,
+            };
+            // The grant failed, so the item has a live owner.
+            let holder = holder_from(old_item.as_ref())?;
+            if holder.owner != owner.as_str() {
+                return Ok(AcquireOutcome::Held(holder));
+            }
+            // Our own live lease: a retried task or a deliberate renewal.
+            match self
+                .renew(lock_name, owner, holder.fencing_token, expires_at, now)
+                .await
+            {
+                Ok(item) => {
+                    return Ok(AcquireOutcome::Renewed(lease_from(
+                        lock_name, owner, &item,
+                    )?))
+                }
+                Err(WriteFailure::Store(error)) => return Err(error),
+                // Our lease ended or changed between the two writes: decide afresh.
+                Err(WriteFailure::ConditionFailed(_)) => continue,
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "lock {lock_name:?} changed hands {MAX_ACQUIRE_ROUNDS} times during one acquire"
+        )))
+    }
+
+    async fn release(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        let result = self
+            .conditional_update(
+                lock_name,
+                RELEASE,
+                RELEASE_CONDITION,
+                &[OWNER, ACQUIRED_AT, EXPIRES_AT, TTL],
+                vec![
+                    (":owner", string(owner.as_str())),
+                    (":ttl", number(gc_after(now))),
+                ],
+            )
+            .await;
+        match result {
+            Ok(_) => Ok(ReleaseOutcome::Released),
+            Err(WriteFailure::Store(error)) => Err(error),
+            Err(WriteFailure::ConditionFailed(old_item)) => {
+                let held = old_item
+                    .as_ref()
+                    .is_some_and(|item| item.contains_key(OWNER));
+                if held {
+                    Ok(ReleaseOutcome::HeldByOther(holder_from(old_item.as_ref())?))
+                } else {
+                    Ok(ReleaseOutcome::NotHeld)
+                }
+            }
+        }
+    }
+
+    async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
+        let mut names = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table_name)
+                .index_name(OWNER_INDEX)
+                .key_condition_expression("#owner = :owner")
+                .expression_attribute_names("#owner", OWNER)
+                .expression_attribute_values(":owner", string(owner.as_str()))
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await
+                .map_err(|error| classify("Query", error))?;
+            for item in page.items() {
+                let name = item
+                    .get(LOCK_NAME)
+                    .and_then(|value| value.as_s().ok())
+                    .ok_or_else(|| malformed(LOCK_NAME))?;
+                names.push(LockName::new(name.clone()).map_err(|_| malformed(LOCK_NAME))?);
+            }
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start_key = Some(key),
+                _ => return Ok(names),
+            }
+        }
+    }
+}
+
+fn gc_after(instant: EpochMillis) -> i64 {
+    instant
+        .plus_seconds(TTL_GRACE_SECONDS)
+        .as_epoch_seconds_ceil()
+}
+
+fn string(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_owned())
+}
+
+fn number(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn malformed(attribute: &str) -> StoreError {
+    StoreError::Misconfigured(format!(
+        "lock item has a missing or malformed `{attribute}` attribute; is the table shared with something else?"
+    ))
+}
+
+fn read_number<T: std::str::FromStr>(item: &Item, attribute: &str) -> Result<T, StoreError> {
+    item.get(attribute)
+        .and_then(|value| value.as_n().ok())
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| malformed(attribute))
+}
+
+fn read_string(item: &Item, attribute: &str) -> Result<String, StoreError> {
+    item.get(attribute)
+        .and_then(|value| value.as_s().ok())
+        .cloned()
+        .ok_or_else(|| malformed(attribute))
+}
+
+fn holder_from(item: Option<&Item>) -> Result<Holder, StoreError> {
+    let item = item.ok_or_else(|| malformed(OWNER))?;
+    Ok(Holder {
+        owner: read_string(item, OWNER)?,
+        fencing_token: read_number(item, FENCING_TOKEN)?,
+        expires_at: EpochMillis(read_number(item, EXPIRES_AT)?),
+    })
+}
+
+fn lease_from(lock_name: &LockName, owner: &Owner, item: &Item) -> Result<Lease, StoreError> {
+    Ok(Lease {
+        lock_name: lock_name.clone(),
+        owner: owner.clone(),
+        fencing_token: read_number(item, FENCING_TOKEN)?,
+        acquired_at: EpochMillis(read_number(item, ACQUIRED_AT)?),
+        expires_at: EpochMillis(read_number(item, EXPIRES_AT)?),
+    })
+}
+
+/// Folds the SDK's many failure shapes into the two a caller acts on.
+fn classify<E>(operation: &str, error: SdkError<E, HttpResponse>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let detail = match &error {
+        SdkError::ServiceError(failure) => format!(
+            "{operation} failed with HTTP {}: {}: {}",
+            failure.raw().status().as_u16(),
+            failure.err().code().unwrap_or("no error code"),
+            failure.err().message().unwrap_or("no message"),
+        ),
+        other => format!("{operation} failed: {}", DisplayErrorContext(other)),
+    };
+    let retryable = match &error {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+            true
+        }
+        SdkError::ServiceError(failure) => {
+            failure.raw().status().is_server_error()
+                || matches!(
+                    failure.err().code(),
+                    Some(
+                        "ThrottlingException"
+                            | "ProvisionedThroughputExceededException"
+                            | "RequestLimitExceeded"
+                            | "InternalServerError"
+                            | "ServiceUnavailable"
+                            | "TransactionConflictException"
+                    )
+                )
+        }
+        // No region or no credentials: a retry will not conjure them.
+        SdkError::ConstructionFailure(_) => false,
+        _ => true,
+    };
+    if retryable {
+        StoreError::Unavailable(detail)
+    } else {
+        StoreError::Misconfigured(detail)
+    }
+}

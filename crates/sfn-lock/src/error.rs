@@ -1,0 +1,175 @@
+//! The four (five, with the wait bound) outcomes a state machine can tell apart.
+//!
+//! Each variant maps to one stable `errorType` string that ASL `Retry` and `Catch`
+//! match on. These names are a public API: never rename them.
+
+use lambda_runtime::Diagnostic;
+use serde_json::json;
+
+/// Why an acquire or release did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    /// Another live owner holds the lock. Retry after a wait.
+    #[error("lock {lock_name:?} is held by {holder:?} until {expires_at}")]
+    Unavailable {
+        lock_name: String,
+        holder: String,
+        expires_at: String,
+    },
+    /// The lock was still held when the caller's wait bound ran out.
+    #[error("gave up waiting for lock {lock_name:?} after {max_wait_seconds} s; it is held by {holder:?} until {expires_at}")]
+    WaitTimeout {
+        lock_name: String,
+        holder: String,
+        expires_at: String,
+        max_wait_seconds: u32,
+    },
+    /// The event or the function's configuration breaks a rule. Nothing was written.
+    #[error("{field} {rule}")]
+    InvalidRequest { field: String, rule: String },
+    /// The store could not be reached or asked us to slow down. Worth retrying.
+    #[error("the lock store is unavailable: {detail}")]
+    StoreUnavailable { detail: String },
+    /// The store rejected the request for a reason a retry will not fix
+    /// (missing table, access denied, a malformed item).
+    #[error("the lock store is misconfigured: {detail}")]
+    StoreMisconfigured { detail: String },
+}
+
+impl LockError {
+    pub(crate) fn invalid(field: &str, rule: impl Into<String>) -> Self {
+        LockError::InvalidRequest {
+            field: field.to_owned(),
+            rule: rule.into(),
+        }
+    }
+
+    /// The `errorType` Step Functions matches in `Retry` and `Catch`.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            LockError::Unavailable { .. } => "LockUnavailable",
+            LockError::WaitTimeout { .. } => "LockWaitTimeout",
+            LockError::InvalidRequest { .. } => "InvalidLockRequest",
+            LockError::StoreUnavailable { .. } => "LockStoreUnavailable",
+            LockError::StoreMisconfigured { .. } => "LockStoreMisconfigured",
+        }
+    }
+
+    /// The `errorMessage`: a JSON object, because Step Functions hands it on as the
+    /// `Cause` string and `States.StringToJson` can then read its fields.
+    pub fn error_message(&self) -> String {
+        let message = self.to_string();
+        let body = match self {
+            LockError::Unavailable {
+                lock_name,
+                holder,
+                expires_at,
+            } => json!({
+                "lockName": lock_name, "holder": holder, "expiresAt": expires_at, "message": message,
+            }),
+            LockError::WaitTimeout {
+                lock_name,
+                holder,
+                expires_at,
+                max_wait_seconds,
+            } => json!({
+                "lockName": lock_name, "holder": holder, "expiresAt": expires_at,
+                "maxWaitSeconds": max_wait_seconds, "message": message,
+            }),
+            LockError::InvalidRequest { field, rule } => {
+                json!({ "field": field, "rule": rule, "message": message })
+            }
+            LockError::StoreUnavailable { .. } | LockError::StoreMisconfigured { .. } => {
+                json!({ "message": message })
+            }
+        };
+        body.to_string()
+    }
+}
+
+impl From<LockError> for Diagnostic {
+    fn from(error: LockError) -> Self {
+        Diagnostic {
+            error_type: error.error_type().to_owned(),
+            error_message: error.error_message(),
+        }
+    }
+}
+
+/// A store call that failed for a reason other than the lock's own state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Misconfigured(String),
+}
+
+impl From<StoreError> for LockError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(detail) => LockError::StoreUnavailable { detail },
+            StoreError::Misconfigured(detail) => LockError::StoreMisconfigured { detail },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_types_are_the_documented_names() {
+        let cases = [
+            (
+                LockError::Unavailable {
+                    lock_name: "a".into(),
+                    holder: "b".into(),
+                    expires_at: "c".into(),
+                },
+                "LockUnavailable",
+            ),
+            (
+                LockError::WaitTimeout {
+                    lock_name: "a".into(),
+                    holder: "b".into(),
+                    expires_at: "c".into(),
+                    max_wait_seconds: 1,
+                },
+                "LockWaitTimeout",
+            ),
+            (
+                LockError::invalid("owner", "is required"),
+                "InvalidLockRequest",
+            ),
+            (
+                StoreError::Unavailable("x".into()).into(),
+                "LockStoreUnavailable",
+            ),
+            (
+                StoreError::Misconfigured("x".into()).into(),
+                "LockStoreMisconfigured",
+            ),
+        ];
+        for (error, expected) in cases {
+            let diagnostic = Diagnostic::from(error);
+            assert_eq!(diagnostic.error_type, expected);
+            let message: serde_json::Value =
+                serde_json::from_str(&diagnostic.error_message).expect("message is JSON");
+            assert!(message["message"].is_string());
+        }
+    }
+
+    #[test]
+    fn contention_message_names_holder_and_expiry() {
+        let error = LockError::Unavailable {
+            lock_name: "etl".into(),
+            holder: "arn:exec:1".into(),
+            expires_at: "2026-01-01T00:00:00Z".into(),
+        };
+        let message: serde_json::Value = serde_json::from_str(&error.error_message()).unwrap();
+        assert_eq!(message["holder"], "arn:exec:1");
+        assert_eq!(message["expiresAt"], "2026-01-01T00:00:00Z");
+        assert_eq!(message["lockName"], "etl");
+    }
+}

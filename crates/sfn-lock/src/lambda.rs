@@ -1,0 +1,170 @@
+//! Glue between the Lambda runtime and [`Locker`]: configuration from the
+//! environment, the SDK client, logging, and the two handlers.
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::BehaviorVersion;
+use lambda_runtime::{Diagnostic, LambdaEvent};
+use serde_json::Value;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+
+use crate::dynamodb::DynamoStore;
+use crate::error::LockError;
+use crate::lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
+use crate::model::EpochMillis;
+use crate::request::LeaseSeconds;
+
+/// The lock as a Lambda function holds it: a locker, or the configuration error
+/// every invocation answers with (a function that cannot start would give
+/// Step Functions an init failure it cannot tell from a crash).
+pub type ConfiguredLocker = Result<Locker<DynamoStore>, LockError>;
+
+/// The function's settings, read from its environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `LOCK_TABLE_NAME`, required.
+    pub table_name: String,
+    /// `DEFAULT_LEASE_SECONDS`, optional; defaults to 900.
+    pub default_lease: LeaseSeconds,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, LockError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LockError> {
+        let table_name = lookup("LOCK_TABLE_NAME")
+            .filter(|name| !name.trim().is_empty())
+            .ok_or_else(|| {
+                LockError::invalid("LOCK_TABLE_NAME", "must be set to the lock table's name")
+            })?;
+        let default_lease = match lookup("DEFAULT_LEASE_SECONDS") {
+            None => LeaseSeconds::new("DEFAULT_LEASE_SECONDS", i64::from(DEFAULT_LEASE_SECONDS))?,
+            Some(text) => {
+                let seconds = text.trim().parse::<i64>().map_err(|_| {
+                    LockError::invalid(
+                        "DEFAULT_LEASE_SECONDS",
+                        "must be an integer number of seconds",
+                    )
+                })?;
+                LeaseSeconds::new("DEFAULT_LEASE_SECONDS", seconds)?
+            }
+        };
+        Ok(Config {
+            table_name,
+            default_lease,
+        })
+    }
+}
+
+/// A DynamoDB client from the standard AWS environment (`AWS_REGION`,
+/// `AWS_ENDPOINT_URL_DYNAMODB`, credentials), with timeouts short enough that
+/// an unreachable store becomes `LockStoreUnavailable` well inside the
+/// function's own timeout instead of a hung invocation.
+pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .operation_attempt_timeout(Duration::from_secs(2))
+        .operation_timeout(Duration::from_secs(5))
+        .build();
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .timeout_config(timeouts)
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .load()
+        .await;
+    aws_sdk_dynamodb::Client::new(&config)
+}
+
+/// Reads the configuration and builds the client once, at cold start.
+pub async fn locker_from_env() -> ConfiguredLocker {
+    let config = Config::from_env()?;
+    let store = DynamoStore::new(dynamodb_client().await, config.table_name);
+    Ok(Locker::new(store, config.default_lease))
+}
+
+/// Logs as Lambda's advanced logging controls ask: JSON when
+/// `AWS_LAMBDA_LOG_FORMAT=JSON`, level from `AWS_LAMBDA_LOG_LEVEL` (or `RUST_LOG`).
+/// The runtime's own TRACE output holds whole events, so it is capped at DEBUG:
+/// logs never carry more of an event than the lock fields. The runtime also
+/// logs every error response at ERROR; the handler has already logged each
+/// decision once at its own level, so that echo is turned off (a panic still
+/// reaches stderr through the panic hook).
+pub fn init_logging() {
+    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .ok()
+        .and_then(|text| text.parse::<LevelFilter>().ok())
+        .unwrap_or(LevelFilter::INFO);
+    let filter = EnvFilter::builder().parse_lossy(format!(
+        "{level},lambda_runtime=debug,lambda_runtime_api_client=debug,lambda_runtime::layers::panic=off"
+    ));
+    let logs = tracing_subscriber::fmt()
+        .with_target(false)
+        .without_time()
+        .with_env_filter(filter);
+    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT")
+        .is_ok_and(|format| format.eq_ignore_ascii_case("json"));
+    // A second init (tests) fails harmlessly; there is nothing to do about it.
+    let _ = if json {
+        logs.json().try_init()
+    } else {
+        logs.try_init()
+    };
+}
+
+pub async fn handle_acquire(
+    locker: &ConfiguredLocker,
+    event: LambdaEvent<Value>,
+) -> Result<AcquireResponse, Diagnostic> {
+    let locker = locker
+        .as_ref()
+        .map_err(|error| Diagnostic::from(error.clone()))?;
+    Ok(locker.acquire(&event.payload, EpochMillis::now()).await?)
+}
+
+pub async fn handle_release(
+    locker: &ConfiguredLocker,
+    event: LambdaEvent<Value>,
+) -> Result<ReleaseResponse, Diagnostic> {
+    let locker = locker
+        .as_ref()
+        .map_err(|error| Diagnostic::from(error.clone()))?;
+    Ok(locker.release(&event.payload, EpochMillis::now()).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, LockError> {
+        Config::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        })
+    }
+
+    #[test]
+    fn table_name_is_required_and_lease_defaults_to_900() {
+        assert!(
+            matches!(config(&[]), Err(LockError::InvalidRequest { field, .. }) if field == "LOCK_TABLE_NAME")
+        );
+        let ok = config(&[("LOCK_TABLE_NAME", "locks")]).unwrap();
+        assert_eq!(ok.default_lease.get(), 900);
+    }
+
+    #[test]
+    fn default_lease_must_be_a_valid_lease() {
+        for bad in ["0", "-5", "ten", "31536001"] {
+            let result = config(&[("LOCK_TABLE_NAME", "locks"), ("DEFAULT_LEASE_SECONDS", bad)]);
+            assert!(
+                matches!(&result, Err(LockError::InvalidRequest { field, .. }) if field == "DEFAULT_LEASE_SECONDS"),
+                "{bad}: {result:?}"
+            );
+        }
+    }
+}

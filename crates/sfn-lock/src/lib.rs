@@ -1,0 +1,39 @@
+//! # sfn-lock
+//!
+//! A mutex for AWS Step Functions executions: one conditional write takes a
+//! lock for an execution ARN with a lease, a conditional write releases it only
+//! for its owner, and a fencing token that rises with every grant lets
+//! downstream systems refuse a stale holder.
+//!
+//! ```no_run
+//! use serde_json::json;
+//! use sfn_lock::{DynamoStore, EpochMillis, LeaseSeconds, Locker};
+//!
+//! # async fn demo(client: aws_sdk_dynamodb::Client) -> Result<(), sfn_lock::LockError> {
+//! let locker = Locker::new(DynamoStore::new(client, "sfn-locks"), LeaseSeconds::new("leaseSeconds", 900)?);
+//! let event = json!({"lockName": "nightly-etl", "owner": "arn:aws:states:eu-west-1:1:execution:etl:run-42"});
+//! let lease = locker.acquire(&event, EpochMillis::now()).await?;
+//! println!("fencing token {}", lease.fencing_token);
+//! locker.release(&event, EpochMillis::now()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! `DESIGN.md` at the repository root gives the table, each operation's exact
+//! condition, and the edge cases.
+
+pub mod dynamodb;
+mod error;
+pub mod lambda;
+mod lock;
+mod model;
+mod request;
+mod store;
+
+pub use dynamodb::DynamoStore;
+pub use error::{LockError, StoreError};
+pub use lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
+pub use model::{
+    AcquireOutcome, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome, MAX_LEASE_SECONDS,
+};
+pub use request::{AcquireRequest, LeaseSeconds, ReleaseRequest, WaitBound};
+pub use store::LockStore;

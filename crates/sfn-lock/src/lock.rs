@@ -1,0 +1,164 @@
+//! What `acquire-lock` and `release-lock` do with an event: validate it, make
+//! one decision at the store, log that decision once, and answer.
+
+use serde::Serialize;
+use serde_json::Value;
+use tracing::{info, warn};
+
+use crate::error::LockError;
+use crate::model::{AcquireOutcome, EpochMillis, Lease, ReleaseOutcome};
+use crate::request::{AcquireRequest, LeaseSeconds, ReleaseRequest};
+use crate::store::LockStore;
+
+/// The lease used when an acquire event names none (`DEFAULT_LEASE_SECONDS`).
+pub const DEFAULT_LEASE_SECONDS: u32 = 900;
+
+/// `acquire-lock`'s answer. `release-lock` accepts it back as its event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AcquireResponse {
+    pub lock_name: String,
+    pub owner: String,
+    pub fencing_token: u64,
+    pub acquired_at: String,
+    pub expires_at: String,
+    pub lease_seconds: u32,
+    /// `granted` for a new grant, `renewed` when the caller already held it.
+    pub outcome: &'static str,
+}
+
+/// `release-lock`'s answer. `not_held` and `held_by_other` are normal results:
+/// a cleanup path must never fail because the lock was already gone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseResponse {
+    pub lock_name: String,
+    pub owner: String,
+    pub released: bool,
+    pub outcome: &'static str,
+}
+
+/// The lock's behaviour over any [`LockStore`].
+#[derive(Clone, Debug)]
+pub struct Locker<S> {
+    store: S,
+    default_lease: LeaseSeconds,
+}
+
+impl<S: LockStore> Locker<S> {
+    pub fn new(store: S, default_lease: LeaseSeconds) -> Self {
+        Locker {
+            store,
+            default_lease,
+        }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub async fn acquire(
+        &self,
+        event: &Value,
+        now: EpochMillis,
+    ) -> Result<AcquireResponse, LockError> {
+        let request = AcquireRequest::from_event(event)?;
+        let lease = request.lease_seconds.unwrap_or(self.default_lease);
+        let lock_name = request.lock_name.as_str();
+        let owner = request.owner.as_str();
+        let outcome = self
+            .store
+            .acquire(&request.lock_name, &request.owner, lease, now)
+            .await
+            .inspect_err(
+                |error| warn!(lock_name, owner, error = %error, "acquire failed at the store"),
+            )?;
+        match outcome {
+            AcquireOutcome::Granted(granted) => {
+                info!(lock_name, owner, fencing_token = granted.fencing_token,
+                      expires_at = %granted.expires_at, "lock granted");
+                Ok(response(granted, lease, "granted"))
+            }
+            AcquireOutcome::Renewed(renewed) => {
+                info!(lock_name, owner, fencing_token = renewed.fencing_token,
+                      expires_at = %renewed.expires_at, "lock renewed");
+                Ok(response(renewed, lease, "renewed"))
+            }
+            AcquireOutcome::Held(holder) => {
+                let expires_at = holder.expires_at.to_rfc3339();
+                match request.wait {
+                    Some(wait) if wait.has_run_out(now) => {
+                        warn!(lock_name, owner, holder = %holder.owner, expires_at,
+                              max_wait_seconds = wait.max_wait_seconds, "gave up waiting for the lock");
+                        Err(LockError::WaitTimeout {
+                            lock_name: lock_name.to_owned(),
+                            holder: holder.owner,
+                            expires_at,
+                            max_wait_seconds: wait.max_wait_seconds,
+                        })
+                    }
+                    _ => {
+                        info!(lock_name, owner, holder = %holder.owner, expires_at, "lock contended");
+                        Err(LockError::Unavailable {
+                            lock_name: lock_name.to_owned(),
+                            holder: holder.owner,
+                            expires_at,
+                        })
+                    }
+                }
+            }
+        }
+    }
+
+    pub async fn release(
+        &self,
+        event: &Value,
+        now: EpochMillis,
+    ) -> Result<ReleaseResponse, LockError> {
+        let request = ReleaseRequest::from_event(event)?;
+        let lock_name = request.lock_name.as_str();
+        let owner = request.owner.as_str();
+        let outcome = self
+            .store
+            .release(&request.lock_name, &request.owner, now)
+            .await
+            .inspect_err(
+                |error| warn!(lock_name, owner, error = %error, "release failed at the store"),
+            )?;
+        let outcome = match outcome {
+            ReleaseOutcome::Released => {
+                info!(lock_name, owner, "lock released");
+                "released"
+            }
+            ReleaseOutcome::NotHeld => {
+                info!(lock_name, owner, "release found the lock not held");
+                "not_held"
+            }
+            ReleaseOutcome::HeldByOther(holder) => {
+                // The caller's lease ran out and someone took over: the caller's work
+                // overlapped another holder's, which is worth an operator's look.
+                warn!(lock_name, owner, holder = %holder.owner, fencing_token = holder.fencing_token,
+                      "release found the lock held by another owner; left it untouched");
+                "held_by_other"
+            }
+        };
+        Ok(ReleaseResponse {
+            lock_name: request.lock_name.to_string(),
+            owner: request.owner.to_string(),
+            released: outcome == "released",
+            outcome,
+        })
+    }
+}
+
+fn response(lease: Lease, lease_seconds: LeaseSeconds, outcome: &'static str) -> AcquireResponse {
+    AcquireResponse {
+        lock_name: lease.lock_name.to_string(),
+        owner: lease.owner.to_string(),
+        fencing_token: lease.fencing_token,
+        acquired_at: lease.acquired_at.to_rfc3339(),
+        expires_at: lease.expires_at.to_rfc3339(),
+        lease_seconds: lease_seconds.get(),
+        outcome,
+    }
+}

@@ -1,0 +1,189 @@
+//! The lock's vocabulary, independent of any store.
+
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::primitives::{DateTime, DateTimeFormat};
+
+use crate::error::LockError;
+
+/// An instant as whole milliseconds since the Unix epoch. Expiry is decided by
+/// comparing these integers inside the store's conditional write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EpochMillis(pub i64);
+
+impl EpochMillis {
+    pub fn now() -> Self {
+        // A clock before 1970 would be a broken host; treat it as the epoch rather than panic.
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_millis());
+        EpochMillis(i64::try_from(millis).unwrap_or(i64::MAX))
+    }
+
+    pub fn plus_seconds(self, seconds: u32) -> Self {
+        EpochMillis(self.0.saturating_add(i64::from(seconds) * 1000))
+    }
+
+    /// Whole seconds, rounded up: the unit of DynamoDB's TTL attribute.
+    pub fn as_epoch_seconds_ceil(self) -> i64 {
+        self.0.div_euclid(1000) + i64::from(self.0.rem_euclid(1000) != 0)
+    }
+
+    /// RFC 3339 in UTC with millisecond precision, e.g. `2026-11-30T10:00:00.250Z`.
+    pub fn to_rfc3339(self) -> String {
+        DateTime::from_millis(self.0)
+            .fmt(DateTimeFormat::DateTime)
+            .unwrap_or_else(|_| self.0.to_string())
+    }
+
+    pub fn parse_rfc3339(text: &str) -> Option<Self> {
+        let parsed = DateTime::from_str(text, DateTimeFormat::DateTime).ok()?;
+        parsed.to_millis().ok().map(EpochMillis)
+    }
+}
+
+impl fmt::Display for EpochMillis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_rfc3339())
+    }
+}
+
+/// The longest lease: a Standard execution's one-year maximum duration.
+pub const MAX_LEASE_SECONDS: u32 = 31_536_000;
+const MAX_LOCK_NAME_BYTES: usize = 1024;
+const MAX_OWNER_BYTES: usize = 2048;
+
+/// The name of a lock: 1 to 1024 bytes, no control characters.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LockName(String);
+
+/// Who holds a lock, normally a Step Functions execution ARN: 1 to 2048 bytes,
+/// no control characters.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Owner(String);
+
+fn check_text(field: &str, value: &str, max_bytes: usize) -> Result<(), LockError> {
+    if value.is_empty() || value.len() > max_bytes {
+        return Err(LockError::invalid(
+            field,
+            format!(
+                "must be 1 to {max_bytes} bytes long (got {} bytes)",
+                value.len()
+            ),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(LockError::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(())
+}
+
+impl LockName {
+    pub fn new(value: impl Into<String>) -> Result<Self, LockError> {
+        let value = value.into();
+        check_text("lockName", &value, MAX_LOCK_NAME_BYTES)?;
+        Ok(LockName(value))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Owner {
+    pub fn new(value: impl Into<String>) -> Result<Self, LockError> {
+        let value = value.into();
+        check_text("owner", &value, MAX_OWNER_BYTES)?;
+        Ok(Owner(value))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for LockName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One grant of a lock to an owner, as the store recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub lock_name: LockName,
+    pub owner: Owner,
+    /// Strictly increases with every new grant of this lock name; a renewal keeps it.
+    pub fencing_token: u64,
+    pub acquired_at: EpochMillis,
+    pub expires_at: EpochMillis,
+}
+
+/// The current holder of a lock someone else asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub owner: String,
+    pub fencing_token: u64,
+    pub expires_at: EpochMillis,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AcquireOutcome {
+    /// A new grant: the lock was free or its lease had run out.
+    Granted(Lease),
+    /// The caller already held the lock; its lease now runs from this request.
+    Renewed(Lease),
+    /// Another owner holds a live lease.
+    Held(Holder),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReleaseOutcome {
+    Released,
+    /// Nobody held the lock (already released, or never taken).
+    NotHeld,
+    /// Someone else holds it now, normally after the caller's lease ran out.
+    HeldByOther(Holder),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_round_trips_at_millisecond_precision() {
+        let instant = EpochMillis(1_764_500_000_250);
+        let text = instant.to_rfc3339();
+        assert_eq!(text, "2025-11-30T10:53:20.25Z");
+        assert_eq!(EpochMillis::parse_rfc3339(&text), Some(instant));
+        assert_eq!(EpochMillis::parse_rfc3339("yesterday"), None);
+    }
+
+    #[test]
+    fn ttl_seconds_round_up() {
+        assert_eq!(EpochMillis(1_000).as_epoch_seconds_ceil(), 1);
+        assert_eq!(EpochMillis(1_001).as_epoch_seconds_ceil(), 2);
+    }
+
+    #[test]
+    fn names_reject_empty_oversized_and_control_characters() {
+        assert!(LockName::new("nightly-etl").is_ok());
+        assert!(LockName::new("").is_err());
+        assert!(LockName::new("a".repeat(1025)).is_err());
+        assert!(LockName::new("a".repeat(1024)).is_ok());
+        assert!(LockName::new("tab\there").is_err());
+        assert!(Owner::new("x".repeat(2048)).is_ok());
+        assert!(Owner::new("x".repeat(2049)).is_err());
+        assert!(Owner::new("nul\u{0}").is_err());
+    }
+}

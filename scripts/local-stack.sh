@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs a command with sfn-lock's local stack up, then takes the stack down.
+#
+#   scripts/local-stack.sh COMMAND [ARGS...]
+#
+# The stack: the atomic moto server (tests/support/dynamodb_server.py) as the
+# DynamoDB endpoint, the lock table created as template.yaml creates it, and
+# `cargo lambda watch` serving the real acquire-lock / release-lock binaries
+# over the Lambda Runtime and Invoke APIs. Both listen on free 127.0.0.1 ports.
+# COMMAND sees:
+#   AWS_ENDPOINT_URL_DYNAMODB  the DynamoDB endpoint (plus fake credentials, AWS_REGION)
+#   SFN_LOCK_TABLE             the lock table the functions use
+#   SFN_LOCK_LAMBDA_URL        the Invoke API: POST $SFN_LOCK_LAMBDA_URL/2015-03-31/functions/<name>/invocations
+#   SFN_LOCK_DYNAMODB_PID      the DynamoDB server's pid (fault tests pause it with SIGSTOP)
+# Needs `make tools` first (the .venv with moto and cargo-lambda).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/.venv"
+logs="$root/target/local-stack"
+mkdir -p "$logs"
+
+if [ ! -x "$venv/bin/moto_server" ] || [ ! -x "$venv/bin/cargo-lambda" ]; then
+  echo "local-stack: $venv lacks moto or cargo-lambda; run 'make tools' first" >&2
+  exit 1
+fi
+
+free_port() {
+  "$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits up to 120 s for a TCP listener; fails loudly, never skips.
+wait_for_port() {
+  "$venv/bin/python" - "$1" "$2" "$3" <<'PY'
+import socket, sys, time
+port, name, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(f"local-stack: {name} did not listen on 127.0.0.1:{port} within 120 s; see {log}")
+PY
+}
+
+pids=()
+stop_stack() {
+  for pid in "${pids[@]}"; do
+    kill -CONT -- "-$pid" 2>/dev/null || true
+    kill -TERM -- "-$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+}
+trap stop_stack EXIT INT TERM
+
+export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+export SFN_LOCK_TABLE="${SFN_LOCK_TABLE:-sfn-locks}"
+
+dynamodb_port=$(free_port)
+export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dynamodb_port"
+setsid "$venv/bin/python" "$root/tests/support/dynamodb_server.py" "$dynamodb_port" \
+  >"$logs/dynamodb.log" 2>&1 &
+export SFN_LOCK_DYNAMODB_PID=$!
+pids+=("$SFN_LOCK_DYNAMODB_PID")
+wait_for_port "$dynamodb_port" "DynamoDB (moto)" "$logs/dynamodb.log"
+"$venv/bin/python" "$root/tests/support/create_table.py" "$SFN_LOCK_TABLE" >/dev/null
+
+# Build first, so the first invoke does not wait on a compile.
+cargo build --quiet --workspace --bins --manifest-path "$root/Cargo.toml"
+
+lambda_port=$(free_port)
+export SFN_LOCK_LAMBDA_URL="http://127.0.0.1:$lambda_port"
+(
+  cd "$root"
+  LOCK_TABLE_NAME="$SFN_LOCK_TABLE" AWS_LAMBDA_LOG_FORMAT=JSON \
+    exec setsid "$venv/bin/cargo-lambda" lambda watch --ignore-changes --concurrency 8 \
+    --invoke-address 127.0.0.1 --invoke-port "$lambda_port"
+) >"$logs/lambda.log" 2>&1 &
+pids+=("$!")
+wait_for_port "$lambda_port" "cargo lambda watch" "$logs/lambda.log"
+
+echo "local-stack: DynamoDB at $AWS_ENDPOINT_URL_DYNAMODB, Lambda at $SFN_LOCK_LAMBDA_URL, table $SFN_LOCK_TABLE (logs in $logs)" >&2
+"$@"

@@ -1,0 +1,46 @@
+"""moto server that handles one request at a time.
+
+Stock moto checks a condition and writes the item in separate Python steps
+with no lock, so two concurrent conditional writes to one item can both pass.
+Real DynamoDB never allows that. The lock's concurrency tests must run against
+a server that is atomic per item as DynamoDB is, so this one serialises every
+request behind a single lock (coarser than DynamoDB, equally correct).
+
+Usage: python dynamodb_server.py PORT
+"""
+
+import os
+import sys
+import threading
+
+from werkzeug.serving import run_simple
+
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    os.environ.setdefault("MOTO_PORT", str(port))
+    moto_app = DomainDispatcherApplication(create_backend_app)
+    one_at_a_time = threading.Lock()
+
+    def serialised_app(environ, start_response):
+        with one_at_a_time:
+            # Drain the response inside the lock: the write happens while it is produced.
+            return list(moto_app(environ, start_response))
+
+    run_simple(
+        "127.0.0.1",
+        port,
+        serialised_app,
+        threaded=True,
+        request_handler=MotoRequestHandler,
+    )
+
+
+if __name__ == "__main__":
+    main()
