@@ -22,6 +22,12 @@ from moto.moto_server.werkzeug_app import (
 )
 
 
+class NoDelayRequestHandler(MotoRequestHandler):
+    # Without TCP_NODELAY a response written in pieces waits on the client's
+    # delayed ACK: about 40 ms per request instead of one.
+    disable_nagle_algorithm = True
+
+
 def main() -> None:
     port = int(sys.argv[1])
     os.environ.setdefault("MOTO_PORT", str(port))
@@ -38,7 +44,7 @@ def main() -> None:
         port,
         serialised_app,
         threaded=True,
-        request_handler=MotoRequestHandler,
+        request_handler=NoDelayRequestHandler,
     )
 
 

@@ -65,17 +65,21 @@ impl Config {
 /// an unreachable store becomes `LockStoreUnavailable` well inside the
 /// function's own timeout instead of a hung invocation.
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::new(&sdk_config().await)
+}
+
+/// The shared SDK configuration behind [`dynamodb_client`].
+pub async fn sdk_config() -> aws_config::SdkConfig {
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(1))
         .operation_attempt_timeout(Duration::from_secs(2))
         .operation_timeout(Duration::from_secs(5))
         .build();
-    let config = aws_config::defaults(BehaviorVersion::latest())
+    aws_config::defaults(BehaviorVersion::latest())
         .timeout_config(timeouts)
         .retry_config(RetryConfig::standard().with_max_attempts(3))
         .load()
-        .await;
-    aws_sdk_dynamodb::Client::new(&config)
+        .await
 }
 
 /// Reads the configuration and builds the client once, at cold start.

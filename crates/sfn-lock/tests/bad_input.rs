@@ -1,0 +1,115 @@
+//! Bad events through the real binaries: each one is refused with
+//! `InvalidLockRequest` and the table is byte-for-byte what it was.
+//!
+//! A test binary of its own: cargo runs test binaries one after another, so no
+//! other test writes to the table while this one compares snapshots.
+
+mod common;
+
+use common::{client, invoke, table_snapshot};
+
+const LONG_NAME_BYTES: usize = 1025;
+
+fn bad_acquire_events() -> Vec<(&'static str, String)> {
+    let long_name = "n".repeat(LONG_NAME_BYTES);
+    let long_owner = "o".repeat(2049);
+    vec![
+        ("empty object", "{}".into()),
+        ("missing owner", r#"{"lockName": "etl"}"#.into()),
+        ("missing lockName", r#"{"owner": "arn:exec:1"}"#.into()),
+        ("null lockName", r#"{"lockName": null, "owner": "arn:exec:1"}"#.into()),
+        ("lockName a number", r#"{"lockName": 42, "owner": "arn:exec:1"}"#.into()),
+        ("lockName an object", r#"{"lockName": {"S": "etl"}, "owner": "arn:exec:1"}"#.into()),
+        ("owner an array", r#"{"lockName": "etl", "owner": ["arn"]}"#.into()),
+        ("owner a boolean", r#"{"lockName": "etl", "owner": true}"#.into()),
+        ("empty lockName", r#"{"lockName": "", "owner": "arn:exec:1"}"#.into()),
+        ("empty owner", r#"{"lockName": "etl", "owner": ""}"#.into()),
+        ("oversized lockName", format!(r#"{{"lockName": "{long_name}", "owner": "arn:exec:1"}}"#)),
+        ("oversized owner", format!(r#"{{"lockName": "etl", "owner": "{long_owner}"}}"#)),
+        ("control character in lockName", r#"{"lockName": "etl\n", "owner": "arn:exec:1"}"#.into()),
+        ("NUL in owner", r#"{"lockName": "etl", "owner": "arn\u0000"}"#.into()),
+        ("zero lease", r#"{"lockName": "etl", "owner": "arn:exec:1", "leaseSeconds": 0}"#.into()),
+        ("negative lease", r#"{"lockName": "etl", "owner": "arn:exec:1", "leaseSeconds": -60}"#.into()),
+        ("lease over a year", r#"{"lockName": "etl", "owner": "arn:exec:1", "leaseSeconds": 31536001}"#.into()),
+        ("lease beyond i64", r#"{"lockName": "etl", "owner": "arn:exec:1", "leaseSeconds": 99999999999999999999999}"#.into()),
+        ("fractional lease", r#"{"lockName": "etl", "owner": "arn:exec:1", "leaseSeconds": 1.5}"#.into()),
+        ("lease as a string", r#"{"lockName": "etl", "owner": "arn:exec:1", "leaseSeconds": "60"}"#.into()),
+        ("typo in a field name", r#"{"lockName": "etl", "owner": "arn:exec:1", "lease_seconds": 60}"#.into()),
+        ("unknown field", r#"{"lockName": "etl", "owner": "arn:exec:1", "force": true}"#.into()),
+        ("wait bound without start", r#"{"lockName": "etl", "owner": "arn:exec:1", "maxWaitSeconds": 60}"#.into()),
+        ("wait start without bound", r#"{"lockName": "etl", "owner": "arn:exec:1", "waitStartedAt": "2026-01-01T00:00:00Z"}"#.into()),
+        ("wait start not a timestamp", r#"{"lockName": "etl", "owner": "arn:exec:1", "waitStartedAt": "tomorrow", "maxWaitSeconds": 5}"#.into()),
+        ("negative wait bound", r#"{"lockName": "etl", "owner": "arn:exec:1", "waitStartedAt": "2026-01-01T00:00:00Z", "maxWaitSeconds": -1}"#.into()),
+        ("JSON array", "[]".into()),
+        ("JSON string", r#""nightly-etl""#.into()),
+        ("JSON number", "42".into()),
+        ("JSON null", "null".into()),
+    ]
+}
+
+fn bad_release_events() -> Vec<(&'static str, String)> {
+    vec![
+        ("release: empty object", "{}".into()),
+        ("release: missing owner", r#"{"lockName": "etl"}"#.into()),
+        (
+            "release: owner a number",
+            r#"{"lockName": "etl", "owner": 7}"#.into(),
+        ),
+        (
+            "release: oversized lockName",
+            format!(
+                r#"{{"lockName": "{}", "owner": "arn:exec:1"}}"#,
+                "n".repeat(LONG_NAME_BYTES)
+            ),
+        ),
+        (
+            "release: unknown field",
+            r#"{"lockName": "etl", "owner": "arn:exec:1", "everyone": true}"#.into(),
+        ),
+        (
+            "release: JSON array",
+            r#"[{"lockName": "etl", "owner": "arn:exec:1"}]"#.into(),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_bad_event_is_refused_and_changes_nothing() {
+    let client = client().await;
+    // Something in the table, so "unchanged" is not trivially "still empty".
+    invoke(
+        "acquire-lock",
+        r#"{"lockName": "bad-input-witness", "owner": "arn:exec:witness"}"#,
+    );
+    let before = table_snapshot(&client).await;
+    assert!(!before.is_empty());
+
+    let cases: Vec<_> = bad_acquire_events()
+        .into_iter()
+        .map(|(name, body)| ("acquire-lock", name, body))
+        .chain(
+            bad_release_events()
+                .into_iter()
+                .map(|(name, body)| ("release-lock", name, body)),
+        )
+        .collect();
+    assert!(cases.len() >= 20);
+    for (function, name, body) in cases {
+        let (error_type, cause) = invoke(function, &body).error();
+        assert_eq!(error_type, "InvalidLockRequest", "{function}: {name}");
+        assert!(
+            cause["field"].is_string(),
+            "{function}: {name}: the cause names the field: {cause}"
+        );
+        assert!(
+            cause["rule"].is_string(),
+            "{function}: {name}: the cause states the rule: {cause}"
+        );
+    }
+
+    assert_eq!(
+        table_snapshot(&client).await,
+        before,
+        "a refused event must not write"
+    );
+}

@@ -1,0 +1,171 @@
+//! Shared set-up for the integration tests: the local stack started by
+//! `scripts/local-stack.sh` (run them with `make test`).
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use serde_json::Value;
+use sfn_lock::lambda::sdk_config;
+use sfn_lock::DynamoStore;
+
+fn required_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: these tests need the local stack. Run `make test`, or \
+             `scripts/local-stack.sh cargo test` after `make tools`."
+        )
+    })
+}
+
+pub fn table_name() -> String {
+    required_env("SFN_LOCK_TABLE")
+}
+
+/// Counts every HTTP request the SDK sends, retries included: the wire, not intent.
+#[derive(Debug, Default, Clone)]
+pub struct RequestCounter(Arc<AtomicUsize>);
+
+impl RequestCounter {
+    /// Requests sent since the last call.
+    pub fn take(&self) -> usize {
+        self.0.swap(0, Ordering::SeqCst)
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+pub async fn client() -> Client {
+    required_env("AWS_ENDPOINT_URL_DYNAMODB");
+    Client::new(&sdk_config().await)
+}
+
+pub async fn counted_store() -> (DynamoStore, RequestCounter) {
+    required_env("AWS_ENDPOINT_URL_DYNAMODB");
+    let counter = RequestCounter::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
+        .interceptor(counter.clone())
+        .build();
+    (
+        DynamoStore::new(Client::from_conf(config), table_name()),
+        counter,
+    )
+}
+
+/// A lock name no other test (or earlier run) uses.
+pub fn unique(prefix: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!(
+        "{prefix}-{}-{nanos}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+pub async fn get_item(
+    client: &Client,
+    lock_name: &str,
+) -> Option<std::collections::HashMap<String, AttributeValue>> {
+    client
+        .get_item()
+        .table_name(table_name())
+        .key("lockName", AttributeValue::S(lock_name.to_owned()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem on the local table")
+        .item
+}
+
+/// Every item of the table, rendered and sorted: equal before and after means unchanged.
+pub async fn table_snapshot(client: &Client) -> Vec<String> {
+    let mut rows = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table_name())
+            .set_exclusive_start_key(start)
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("Scan of the local table");
+        for item in page.items() {
+            let mut fields: Vec<String> = item.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+            fields.sort();
+            rows.push(fields.join(","));
+        }
+        match page.last_evaluated_key {
+            Some(key) if !key.is_empty() => start = Some(key),
+            _ => break,
+        }
+    }
+    rows.sort();
+    rows
+}
+
+/// What a Lambda invocation of a real binary returned.
+#[derive(Debug)]
+pub enum Invocation {
+    Ok(Value),
+    /// `errorType` and the parsed JSON `errorMessage`.
+    FunctionError(String, Value),
+}
+
+impl Invocation {
+    pub fn ok(self) -> Value {
+        match self {
+            Invocation::Ok(value) => value,
+            other => panic!("expected success, got {other:?}"),
+        }
+    }
+
+    pub fn error(self) -> (String, Value) {
+        match self {
+            Invocation::FunctionError(error_type, message) => (error_type, message),
+            other => panic!("expected a function error, got {other:?}"),
+        }
+    }
+}
+
+/// Invokes a real binary through `cargo lambda watch`'s Invoke API. It answers a
+/// function error with HTTP 500 and `{errorType, errorMessage}`.
+pub fn invoke(function: &str, body: &str) -> Invocation {
+    let url = format!(
+        "{}/2015-03-31/functions/{function}/invocations",
+        required_env("SFN_LOCK_LAMBDA_URL")
+    );
+    match ureq::post(&url).send_string(body) {
+        Ok(response) => Invocation::Ok(response.into_json().expect("JSON result")),
+        Err(ureq::Error::Status(500, response)) => {
+            let error: Value = response.into_json().expect("JSON error body");
+            let error_type = error["errorType"].as_str().expect("errorType").to_owned();
+            let message = error["errorMessage"].as_str().expect("errorMessage");
+            let message = serde_json::from_str(message).expect("errorMessage is JSON");
+            Invocation::FunctionError(error_type, message)
+        }
+        Err(other) => panic!("invoking {function} failed: {other}"),
+    }
+}
