@@ -10,6 +10,7 @@ use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::Value;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
+use crate::cleanup::{sweep, SweepReport};
 use crate::dynamodb::DynamoStore;
 use crate::error::LockError;
 use crate::lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
@@ -117,6 +118,25 @@ pub fn init_logging() {
     } else {
         logs.try_init()
     };
+}
+
+/// The cleanup function's configuration error or its store.
+pub type ConfiguredStore = Result<DynamoStore, LockError>;
+
+/// Reads the configuration and builds the client once, at cold start.
+pub async fn store_from_env() -> ConfiguredStore {
+    let config = Config::from_env()?;
+    Ok(DynamoStore::new(dynamodb_client().await, config.table_name))
+}
+
+pub async fn handle_sweep(
+    store: &ConfiguredStore,
+    event: LambdaEvent<Value>,
+) -> Result<SweepReport, Diagnostic> {
+    let store = store
+        .as_ref()
+        .map_err(|error| Diagnostic::from(error.clone()))?;
+    Ok(sweep(store, &event.payload, EpochMillis::now()).await?)
 }
 
 pub async fn handle_acquire(

@@ -21,6 +21,7 @@
 //! `DESIGN.md` at the repository root gives the table, each operation's exact
 //! condition, and the edge cases.
 
+pub mod cleanup;
 pub mod dynamodb;
 mod error;
 pub mod lambda;

@@ -169,3 +169,49 @@ pub fn invoke(function: &str, body: &str) -> Invocation {
         Err(other) => panic!("invoking {function} failed: {other}"),
     }
 }
+
+/// An EventBridge "Step Functions Execution Status Change" event, as AWS sends it.
+pub fn status_change(execution_arn: &str, status: &str) -> Value {
+    serde_json::json!({
+        "version": "0",
+        "id": "315c1398-40ff-a850-213b-158f73e60175",
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "account": "123456789012",
+        "time": "2026-11-30T10:00:00Z",
+        "region": "us-east-1",
+        "resources": [execution_arn],
+        "detail": {
+            "executionArn": execution_arn,
+            "stateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:locked-workflow",
+            "name": "run",
+            "status": status,
+            "startDate": 1_796_032_800_000_i64,
+            "stopDate": 1_796_032_900_000_i64,
+            "input": "{}",
+            "output": null
+        }
+    })
+}
+
+/// The same events as the delay queue hands them to the function.
+pub fn sqs_batch(events: &[Value]) -> Value {
+    let records: Vec<Value> = events
+        .iter()
+        .enumerate()
+        .map(|(i, event)| {
+            serde_json::json!({
+                "messageId": format!("message-{i}"),
+                "receiptHandle": "handle",
+                "body": event.to_string(),
+                "attributes": {},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:sfn-lock-cleanup",
+                "awsRegion": "us-east-1"
+            })
+        })
+        .collect();
+    serde_json::json!({ "Records": records })
+}
