@@ -3,14 +3,13 @@
 //! Fed by EventBridge through a delay queue; all behaviour lives in `sfn-lock`.
 
 use lambda_runtime::{service_fn, LambdaEvent};
-use serde_json::Value;
-use sfn_lock::lambda::{handle_sweep, init_logging, store_from_env};
+use sfn_lock::lambda::{handle_sweep, init_logging, store_from_env, Payload};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     init_logging();
     let store = store_from_env().await;
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Payload>| {
         handle_sweep(&store, event)
     }))
     .await

@@ -7,7 +7,9 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 use lambda_runtime::{Diagnostic, LambdaEvent};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use tracing::warn;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
 use crate::cleanup::{sweep, SweepReport};
@@ -16,6 +18,38 @@ use crate::error::LockError;
 use crate::lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
 use crate::model::EpochMillis;
 use crate::request::LeaseSeconds;
+
+/// An invocation's payload. Reading it can never fail: JSON the parser
+/// rejects (a lone surrogate escape, a number beyond `f64`, a truncated body)
+/// becomes `Malformed`, so the caller gets `InvalidLockRequest` instead of the
+/// runtime's own deserialisation error, whose `errorType` no ASL can match.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Payload {
+    Json(Value),
+    Malformed(String),
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // The runtime reads nothing after the payload, so giving up mid-way is safe.
+        Ok(match Value::deserialize(deserializer) {
+            Ok(json) => Payload::Json(json),
+            Err(error) => Payload::Malformed(error.to_string()),
+        })
+    }
+}
+
+impl Payload {
+    fn json(&self) -> Result<&Value, LockError> {
+        match self {
+            Payload::Json(json) => Ok(json),
+            Payload::Malformed(error) => Err(LockError::invalid(
+                "event",
+                format!("must be valid JSON ({error})"),
+            )),
+        }
+    }
+}
 
 /// The lock as a Lambda function holds it: a locker, or the configuration error
 /// every invocation answers with (a function that cannot start would give
@@ -131,37 +165,72 @@ pub async fn store_from_env() -> ConfiguredStore {
 
 pub async fn handle_sweep(
     store: &ConfiguredStore,
-    event: LambdaEvent<Value>,
+    event: LambdaEvent<Payload>,
 ) -> Result<SweepReport, Diagnostic> {
     let store = store
         .as_ref()
         .map_err(|error| Diagnostic::from(error.clone()))?;
-    Ok(sweep(store, &event.payload, EpochMillis::now()).await?)
+    match &event.payload {
+        Payload::Json(json) => Ok(sweep(store, json, EpochMillis::now()).await?),
+        Payload::Malformed(error) => {
+            warn!(error, "ignored an event that is not valid JSON");
+            Ok(SweepReport {
+                ignored: 1,
+                ..SweepReport::default()
+            })
+        }
+    }
 }
 
 pub async fn handle_acquire(
     locker: &ConfiguredLocker,
-    event: LambdaEvent<Value>,
+    event: LambdaEvent<Payload>,
 ) -> Result<AcquireResponse, Diagnostic> {
     let locker = locker
         .as_ref()
         .map_err(|error| Diagnostic::from(error.clone()))?;
-    Ok(locker.acquire(&event.payload, EpochMillis::now()).await?)
+    let event = event
+        .payload
+        .json()
+        .inspect_err(|error| warn!(error = %error, "refused a malformed event"))?;
+    Ok(locker.acquire(event, EpochMillis::now()).await?)
 }
 
 pub async fn handle_release(
     locker: &ConfiguredLocker,
-    event: LambdaEvent<Value>,
+    event: LambdaEvent<Payload>,
 ) -> Result<ReleaseResponse, Diagnostic> {
     let locker = locker
         .as_ref()
         .map_err(|error| Diagnostic::from(error.clone()))?;
-    Ok(locker.release(&event.payload, EpochMillis::now()).await?)
+    let event = event
+        .payload
+        .json()
+        .inspect_err(|error| warn!(error = %error, "refused a malformed event"))?;
+    Ok(locker.release(event, EpochMillis::now()).await?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn malformed_json_becomes_a_typed_refusal() {
+        for body in [
+            r#"{"lockName": "\ud800"}"#,
+            r#"{"leaseSeconds": 1e400}"#,
+            r#"{"lockName":"#,
+        ] {
+            let payload: Payload = serde_json::from_str(body).unwrap_or_else(|_| {
+                let mut reader = serde_json::Deserializer::from_str(body);
+                Payload::deserialize(&mut reader).expect("Payload never fails")
+            });
+            assert!(
+                matches!(payload.json(), Err(LockError::InvalidRequest { field, .. }) if field == "event"),
+                "{body}"
+            );
+        }
+    }
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, LockError> {
         Config::from_lookup(|name| {

@@ -171,13 +171,13 @@ fn the_real_binary_releases_an_aborted_executions_locks() {
     let lock = unique("binary-sweep");
     invoke(
         "acquire-lock",
-        &json!({"lockName": lock, "owner": ended}).to_string(),
+        json!({"lockName": lock, "owner": ended}).to_string(),
     )
     .ok();
 
     let report = invoke(
         "release-execution-locks",
-        &sqs_batch(&[status_change(&ended, "ABORTED")]).to_string(),
+        sqs_batch(&[status_change(&ended, "ABORTED")]).to_string(),
     )
     .ok();
 

@@ -152,12 +152,12 @@ impl Invocation {
 
 /// Invokes a real binary through `cargo lambda watch`'s Invoke API. It answers a
 /// function error with HTTP 500 and `{errorType, errorMessage}`.
-pub fn invoke(function: &str, body: &str) -> Invocation {
+pub fn invoke(function: &str, body: impl AsRef<[u8]>) -> Invocation {
     let url = format!(
         "{}/2015-03-31/functions/{function}/invocations",
         required_env("SFN_LOCK_LAMBDA_URL")
     );
-    match ureq::post(&url).send_string(body) {
+    match ureq::post(&url).send_bytes(body.as_ref()) {
         Ok(response) => Invocation::Ok(response.into_json().expect("JSON result")),
         Err(ureq::Error::Status(500, response)) => {
             let error: Value = response.into_json().expect("JSON error body");
