@@ -1,5 +1,5 @@
 //! `release-execution-locks`: releases every lock held by a Step Functions
-//! execution that ended (ABORTED, TIMED_OUT, FAILED) without releasing it.
+//! execution that ended (any terminal status) without releasing it.
 //! Fed by EventBridge through a delay queue; all behaviour lives in `sfn-lock`.
 
 use lambda_runtime::{service_fn, LambdaEvent};

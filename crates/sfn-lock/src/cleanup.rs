@@ -25,8 +25,10 @@ use crate::store::LockStore;
 
 const EXECUTION_STATUS_CHANGE: &str = "Step Functions Execution Status Change";
 const STEP_FUNCTIONS_SOURCE: &str = "aws.states";
-/// The ends after which no `Catch` path released the lock.
-const ENDED_WITHOUT_RELEASE: &[&str] = &["ABORTED", "TIMED_OUT", "FAILED"];
+/// Every terminal status. ABORTED and TIMED_OUT run no `Catch`; FAILED and
+/// SUCCEEDED normally released already (the sweep then finds nothing), but a
+/// release that failed after its retries is caught here too.
+const ENDED: &[&str] = &["ABORTED", "TIMED_OUT", "FAILED", "SUCCEEDED"];
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -95,8 +97,8 @@ pub async fn sweep<S: LockStore>(
     Ok(report)
 }
 
-/// The owner whose locks must go, if `event` reports an execution that ended
-/// without its `Catch` path running. Logs why anything else is ignored.
+/// The owner whose locks must go, if `event` reports an execution that ended.
+/// Logs why anything else is ignored.
 fn ended_execution(event: &Value) -> Option<Owner> {
     let change = match EventBridgeEvent::<ExecutionStatusChange>::deserialize(event) {
         Ok(change) => change,
@@ -109,9 +111,9 @@ fn ended_execution(event: &Value) -> Option<Owner> {
         warn!(source = %change.source, detail_type = %change.detail_type, "ignored an event from another source");
         return None;
     }
-    if !ENDED_WITHOUT_RELEASE.contains(&change.detail.status.as_str()) {
+    if !ENDED.contains(&change.detail.status.as_str()) {
         info!(execution = %change.detail.execution_arn, status = %change.detail.status,
-              "ignored a status that needs no cleanup");
+              "ignored a status of an execution that has not ended");
         return None;
     }
     match Owner::new(change.detail.execution_arn) {

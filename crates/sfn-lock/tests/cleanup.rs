@@ -151,7 +151,7 @@ async fn events_of_other_shapes_are_ignored_not_failed() {
 
     let events = [
         status_change(&running, "RUNNING"),
-        status_change(&running, "SUCCEEDED"),
+        status_change(&running, "PENDING_REDRIVE"),
         wrong_source,
         json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
         json!("not an object"),
