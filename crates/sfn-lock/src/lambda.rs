@@ -119,7 +119,7 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 
 /// Reads the configuration and builds the client once, at cold start.
 pub async fn locker_from_env() -> ConfiguredLocker {
-    let config = Config::from_env()?;
+    let config = Config::from_env().inspect_err(log_misconfiguration)?;
     let store = DynamoStore::new(dynamodb_client().await, config.table_name);
     Ok(Locker::new(store, config.default_lease))
 }
@@ -154,12 +154,16 @@ pub fn init_logging() {
     };
 }
 
+fn log_misconfiguration(error: &LockError) {
+    tracing::error!(error = %error, "misconfigured: every invocation will answer InvalidLockRequest");
+}
+
 /// The cleanup function's configuration error or its store.
 pub type ConfiguredStore = Result<DynamoStore, LockError>;
 
 /// Reads the configuration and builds the client once, at cold start.
 pub async fn store_from_env() -> ConfiguredStore {
-    let config = Config::from_env()?;
+    let config = Config::from_env().inspect_err(log_misconfiguration)?;
     Ok(DynamoStore::new(dynamodb_client().await, config.table_name))
 }
 
@@ -167,9 +171,7 @@ pub async fn handle_sweep(
     store: &ConfiguredStore,
     event: LambdaEvent<Payload>,
 ) -> Result<SweepReport, Diagnostic> {
-    let store = store
-        .as_ref()
-        .map_err(|error| Diagnostic::from(error.clone()))?;
+    let store = configured(store)?;
     match &event.payload {
         Payload::Json(json) => Ok(sweep(store, json, EpochMillis::now()).await?),
         Payload::Malformed(error) => {
@@ -186,13 +188,7 @@ pub async fn handle_acquire(
     locker: &ConfiguredLocker,
     event: LambdaEvent<Payload>,
 ) -> Result<AcquireResponse, Diagnostic> {
-    let locker = locker
-        .as_ref()
-        .map_err(|error| Diagnostic::from(error.clone()))?;
-    let event = event
-        .payload
-        .json()
-        .inspect_err(|error| warn!(error = %error, "refused a malformed event"))?;
+    let (locker, event) = (configured(locker)?, lock_event(&event.payload)?);
     Ok(locker.acquire(event, EpochMillis::now()).await?)
 }
 
@@ -200,14 +196,21 @@ pub async fn handle_release(
     locker: &ConfiguredLocker,
     event: LambdaEvent<Payload>,
 ) -> Result<ReleaseResponse, Diagnostic> {
-    let locker = locker
-        .as_ref()
-        .map_err(|error| Diagnostic::from(error.clone()))?;
-    let event = event
-        .payload
-        .json()
-        .inspect_err(|error| warn!(error = %error, "refused a malformed event"))?;
+    let (locker, event) = (configured(locker)?, lock_event(&event.payload)?);
     Ok(locker.release(event, EpochMillis::now()).await?)
+}
+
+/// The function's configuration error, if any, answers every invocation.
+fn configured<T>(setup: &Result<T, LockError>) -> Result<&T, Diagnostic> {
+    setup
+        .as_ref()
+        .map_err(|error| Diagnostic::from(error.clone()))
+}
+
+fn lock_event(payload: &Payload) -> Result<&Value, Diagnostic> {
+    Ok(payload
+        .json()
+        .inspect_err(|error| warn!(error = %error, "refused a malformed event"))?)
 }
 
 #[cfg(test)]

@@ -124,3 +124,26 @@ async fn an_unreachable_store_is_lock_store_unavailable() {
     assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
     assert_eq!(LockError::from(error).error_type(), "LockStoreUnavailable");
 }
+
+#[tokio::test]
+async fn a_missing_table_is_lock_store_misconfigured() {
+    let store = DynamoStore::new(client().await, "no-such-table");
+    let lock = LockName::new("anything").unwrap();
+    let owner = Owner::new("arn:exec:any").unwrap();
+
+    let error = store
+        .acquire(
+            &lock,
+            &owner,
+            LeaseSeconds::new("leaseSeconds", 60).unwrap(),
+            EpochMillis::now(),
+        )
+        .await
+        .unwrap_err();
+
+    assert!(matches!(error, StoreError::Misconfigured(_)), "{error:?}");
+    assert_eq!(
+        LockError::from(error).error_type(),
+        "LockStoreMisconfigured"
+    );
+}
