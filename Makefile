@@ -12,7 +12,7 @@ E2E := $(NODE) --test --test-concurrency=1 'tests/e2e/*.test.mjs'
 
 .PHONY: demo test tools lint rust-test e2e template-check bench bench-smoke deploy clean
 
-demo: tools
+demo: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5'
 
 # One local stack for the Rust suites and the state-machine runs.
@@ -20,17 +20,17 @@ test: tools lint template-check
 	scripts/local-stack.sh sh -c 'cargo test --workspace && $(E2E)'
 	$(MAKE) bench-smoke
 
-rust-test: tools
+rust-test: $(VENV)/.installed
 	scripts/local-stack.sh cargo test --workspace
 
-e2e: tools
+e2e: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh $(E2E)
 
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-template-check: tools
+template-check: $(LINT_VENV)/.installed node_modules/.installed
 	tests/template/check.sh
 
 bench: tools
@@ -39,9 +39,12 @@ bench: tools
 bench-smoke: tools
 	bench/run.sh --smoke
 
-deploy:
-	sam build
-	sam deploy
+# Needs AWS credentials. sam and cargo-lambda come from the venvs; the arm64
+# build needs the aarch64 Rust target (zig arrives with cargo-lambda).
+deploy: $(VENV)/.installed $(LINT_VENV)/.installed
+	rustup target add aarch64-unknown-linux-gnu
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(LINT_VENV)/bin/sam build
+	$(LINT_VENV)/bin/sam deploy
 
 tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed node_modules/.installed
 

