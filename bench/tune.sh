@@ -15,15 +15,16 @@
 #                   copy of crates/: an HTTPS client trusting the Amazon roots only
 #   lean            the same patch with its `lean` feature: also an SDK config
 #                   read from the environment instead of aws-config's chains
-#   log-warn        ours with AWS_LAMBDA_LOG_LEVEL=WARN (no per-invoke INFO line)
-#   log-text        ours with plain-text logs instead of JSON
-# Set TUNE_VARIANTS="opt-s roots lean" (default) to choose. A full profile
-# variant rebuilds every dependency: about 20 minutes on 2 cores.
+#   opt-s+lean      both: the lean patch built with opt-level "s"
+#   log             two more runs of ours: AWS_LAMBDA_LOG_LEVEL=WARN (no
+#                   per-invoke INFO line) and plain-text instead of JSON logs
+# Set TUNE_VARIANTS to choose; default "opt-s roots lean opt-s+lean". A profile
+# variant rebuilds every dependency once: about 15-20 minutes on 2 cores.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-variants=${TUNE_VARIANTS:-"opt-s roots lean"}
+variants=${TUNE_VARIANTS:-"opt-s roots lean opt-s+lean"}
 say() { echo "tune: $*" >&2; }
 
 say "base build (bench/run.sh's, release)"
@@ -43,29 +44,52 @@ for variant in $variants; do
         cargo build --quiet --release --workspace --bins
       args+=(--variant "$variant=$root/target/bench-tune/$variant/release")
       ;;
-    roots | lean)
+    log)
+      args+=(--variant "log-warn=$root/target/release" --variant-env "log-warn:AWS_LAMBDA_LOG_LEVEL=WARN"
+        --variant "log-text=$root/target/release" --variant-env "log-text:AWS_LAMBDA_LOG_FORMAT=Text")
+      ;;
+    roots | lean | opt-s+lean)
       src="$root/target/bench-tune/src-$variant"
+      target="$root/target"
+      profile_env=()
+      if [ "$variant" = opt-s+lean ]; then
+        # Reuses the opt-s variant's compiled dependencies.
+        target="$root/target/bench-tune/opt-s"
+        profile_env=(CARGO_PROFILE_RELEASE_OPT_LEVEL=s)
+      fi
+      bin_suffix=${variant//+/-}
       say "building $variant from a patched copy of crates/ in $src"
-      rm -rf "$src"
-      mkdir -p "$src"
-      cp -r Cargo.toml Cargo.lock crates "$src/"
-      rm -rf "$src"/crates/*/tests
-      (cd "$src" && patch -s -p1 <"$root/bench/tuning/amazon-roots-and-lean-config.patch")
+      # Staged afresh, then copied over only where the content changed, so an
+      # unchanged copy keeps its mtimes and cargo does not rebuild it.
+      stage="$src.stage"
+      rm -rf "$stage"
+      mkdir -p "$stage" "$src"
+      cp -r Cargo.toml Cargo.lock crates "$stage/"
+      rm -rf "$stage"/crates/*/tests
+      (cd "$stage" && patch -s -p1 <"$root/bench/tuning/amazon-roots-and-lean-config.patch")
       features=()
       for fn in "${functions[@]}"; do
         # Own binary names, so the shared target dir keeps the real ones.
         printf '\n[features]\nlean = ["sfn-lock/lean"]\n\n[[bin]]\nname = "%s-%s"\npath = "src/main.rs"\n' \
-          "$fn" "$variant" >>"$src/crates/$fn/Cargo.toml"
-        [ "$variant" = lean ] && features+=("$fn/lean")
+          "$fn" "$bin_suffix" >>"$stage/crates/$fn/Cargo.toml"
+        [ "$variant" != roots ] && features+=("$fn/lean")
       done
+      (cd "$stage" && find . -type f) | while read -r file; do
+        if ! cmp -s "$stage/$file" "$src/$file"; then
+          mkdir -p "$(dirname "$src/$file")"
+          cp "$stage/$file" "$src/$file"
+        fi
+      done
+      rm -rf "$stage"
       feature_flag=()
       [ ${#features[@]} -gt 0 ] && feature_flag=(--features "$(IFS=,; echo "${features[*]}")")
-      (cd "$src" && CARGO_TARGET_DIR="$root/target" cargo build --quiet --release --workspace --bins "${feature_flag[@]}")
-      mkdir -p "$root/target/bench-tune/$variant-bin"
+      (cd "$src" && env "${profile_env[@]}" CARGO_TARGET_DIR="$target" cargo build --quiet --release --workspace --bins "${feature_flag[@]}")
+      mkdir -p "$root/target/bench-tune/$bin_suffix-bin"
       for fn in "${functions[@]}"; do
-        ln -sf "$root/target/release/$fn-$variant" "$root/target/bench-tune/$variant-bin/$fn"
+        ln -sf "$target/release/$fn-$bin_suffix" "$root/target/bench-tune/$bin_suffix-bin/$fn"
       done
-      args+=(--variant "$variant=$root/target/bench-tune/$variant-bin")
+      variant_dir="$root/target/bench-tune/$bin_suffix-bin"
+      args+=(--variant "$variant=$variant_dir")
       ;;
     *) say "unknown variant $variant"; exit 2 ;;
   esac
@@ -79,10 +103,6 @@ cat /etc/ssl/certs/Amazon_Root_CA_[1-4].pem \
 args+=(--variant "roots-env=$root/target/release"
   --variant-env "roots-env:SSL_CERT_FILE=$roots"
   --variant-env "roots-env:SSL_CERT_DIR=$root/target/bench-tune/empty-cert-dir")
-
-# Logging cost, without a rebuild: the same binaries at another log level / format.
-args+=(--variant "log-warn=$root/target/release" --variant-env "log-warn:AWS_LAMBDA_LOG_LEVEL=WARN"
-  --variant "log-text=$root/target/release" --variant-env "log-text:AWS_LAMBDA_LOG_FORMAT=Text")
 
 exec "$root/.venv/bin/python" "$root/bench/bench.py" "${args[@]}" \
   --no-python --null-function "$root/target/release/null-function" --bare-call "$root/target/release/bare-call" \
