@@ -99,6 +99,19 @@ async fn a_lost_acquire_response_is_recovered_by_the_retry_with_the_same_token()
     assert_eq!(item["owner"], AttributeValue::S(owner.to_string()));
 }
 
+/// The error an acquire against `store` fails with, as `(store error, errorType)`.
+async fn acquire_failure(store: &DynamoStore) -> (StoreError, &'static str) {
+    let lock = LockName::new("anything").unwrap();
+    let owner = Owner::new("arn:exec:any").unwrap();
+    let lease = LeaseSeconds::new("leaseSeconds", 60).unwrap();
+    let error = store
+        .acquire(&lock, &owner, lease, EpochMillis::now())
+        .await
+        .unwrap_err();
+    let error_type = LockError::from(error.clone()).error_type();
+    (error, error_type)
+}
+
 #[tokio::test]
 async fn an_unreachable_store_is_lock_store_unavailable() {
     // A port that was just free: connections are refused.
@@ -108,42 +121,19 @@ async fn an_unreachable_store_is_lock_store_unavailable() {
         .local_addr()
         .unwrap();
     let store = store_via(&format!("http://{closed}")).await;
-    let lock = LockName::new("unreachable").unwrap();
-    let owner = Owner::new("arn:exec:any").unwrap();
 
-    let error = store
-        .acquire(
-            &lock,
-            &owner,
-            LeaseSeconds::new("leaseSeconds", 60).unwrap(),
-            EpochMillis::now(),
-        )
-        .await
-        .unwrap_err();
+    let (error, error_type) = acquire_failure(&store).await;
 
     assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
-    assert_eq!(LockError::from(error).error_type(), "LockStoreUnavailable");
+    assert_eq!(error_type, "LockStoreUnavailable");
 }
 
 #[tokio::test]
 async fn a_missing_table_is_lock_store_misconfigured() {
     let store = DynamoStore::new(client().await, "no-such-table");
-    let lock = LockName::new("anything").unwrap();
-    let owner = Owner::new("arn:exec:any").unwrap();
 
-    let error = store
-        .acquire(
-            &lock,
-            &owner,
-            LeaseSeconds::new("leaseSeconds", 60).unwrap(),
-            EpochMillis::now(),
-        )
-        .await
-        .unwrap_err();
+    let (error, error_type) = acquire_failure(&store).await;
 
     assert!(matches!(error, StoreError::Misconfigured(_)), "{error:?}");
-    assert_eq!(
-        LockError::from(error).error_type(),
-        "LockStoreMisconfigured"
-    );
+    assert_eq!(error_type, "LockStoreMisconfigured");
 }
