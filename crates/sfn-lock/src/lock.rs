@@ -53,10 +53,6 @@ impl<S: LockStore> Locker<S> {
         }
     }
 
-    pub fn store(&self) -> &S {
-        &self.store
-    }
-
     pub async fn acquire(
         &self,
         event: &Value,
