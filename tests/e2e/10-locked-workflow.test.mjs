@@ -14,7 +14,7 @@ import {
   TEST_SUBSTITUTIONS,
   acquireAs,
   closeClients,
-  loadDefinition,
+  lockedWorkflowFor as definitionFor,
   namedError,
   readLock,
   releaseAs,
@@ -26,9 +26,6 @@ import {
 
 before(warmUp);
 after(closeClients);
-
-const definitionFor = (lockName, values = {}) =>
-  loadDefinition('locked-workflow.asl.json', { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values });
 
 /** The lease every scenario asks for: ExecutionTimeoutSeconds + LeaseMarginSeconds. */
 const LEASE_SECONDS = TEST_SUBSTITUTIONS.ExecutionTimeoutSeconds + TEST_SUBSTITUTIONS.LeaseMarginSeconds;

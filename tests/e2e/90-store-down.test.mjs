@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import {
-  TEST_SUBSTITUTIONS,
   closeClients,
-  loadDefinition,
+  lockedWorkflowFor,
   readLock,
   stackEnv,
   startExecution,
@@ -40,7 +39,7 @@ test('the lock store goes down during Acquire Lock: LockStoreUnavailable is retr
 
   try {
     const started = startExecution(
-      loadDefinition('locked-workflow.asl.json', { ...TEST_SUBSTITUTIONS, LockName: lockName }),
+      lockedWorkflowFor(lockName),
       { job: 'survive-an-outage' },
       {
         scenario: 'store-down',

@@ -109,6 +109,11 @@ export function loadDefinition(file, values) {
   return JSON.parse(substituted);
 }
 
+/** locked-workflow.asl.json with the test substitutions, on `lockName`. */
+export function lockedWorkflowFor(lockName, values = {}) {
+  return loadDefinition('locked-workflow.asl.json', { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values });
+}
+
 /** A lock name no other scenario (or earlier run against the same table) uses. */
 export function uniqueLockName(scenario) {
   return `e2e-${scenario}-${randomUUID().slice(0, 8)}`;

@@ -14,9 +14,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
 
 import {
-  TEST_SUBSTITUTIONS,
   closeClients,
-  loadDefinition,
+  lockedWorkflowFor,
   readLock,
   startExecution,
   stateMachineFor,
@@ -37,7 +36,7 @@ export async function runWorkflows({ executions = 5, workMs = 200 } = {}) {
   // One warm instance per execution, so the timeline shows the lock, not process start-up.
   await warmUp(executions);
   const lockName = uniqueLockName('demo');
-  const definition = loadDefinition('locked-workflow.asl.json', { ...TEST_SUBSTITUTIONS, LockName: lockName });
+  const definition = lockedWorkflowFor(lockName);
   stateMachineFor(definition); // validate it now, not on the clock
   const startedAt = performance.now();
   const runs = Array.from({ length: executions }, (_, index) =>
