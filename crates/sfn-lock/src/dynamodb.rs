@@ -3,21 +3,27 @@
 //! Item: `lockName` (partition key), `owner`, `acquiredAt` and `expiresAt`
 //! (epoch milliseconds), `fencingToken`, and `ttl` (epoch seconds, garbage
 //! collection only). A released lock keeps its item, without `owner`, so the
-//! fencing counter survives; `owner` is also the key of the sparse index
-//! [`OWNER_INDEX`] that finds every lock an execution still holds.
+//! fencing counter survives, and records its last release (`releasedBy`,
+//! `releasedToken`, `releaseId`) so that a retried release can tell its own
+//! landed write from someone else's grant; `owner` is also the key of the
+//! sparse index [`OWNER_INDEX`] that finds every lock an execution still holds.
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 
+pub(crate) use crate::error::classify;
 use crate::error::StoreError;
-use crate::model::{AcquireOutcome, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome};
+use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
 use crate::request::LeaseSeconds;
 use crate::store::LockStore;
+// How items are written and read back: values, the holder, the lease.
+use crate::dynamodb_item::{
+    gc_after, holder_from, lease_from, malformed, number, release_id, string,
+};
 
 pub const LOCK_NAME: &str = "lockName";
 pub const OWNER: &str = "owner";
@@ -25,6 +31,13 @@ pub const ACQUIRED_AT: &str = "acquiredAt";
 pub const EXPIRES_AT: &str = "expiresAt";
 pub const FENCING_TOKEN: &str = "fencingToken";
 pub const TTL: &str = "ttl";
+/// The owner whose release last freed the lock.
+pub const RELEASED_BY: &str = "releasedBy";
+/// The fencing token of the grant that release ended.
+pub const RELEASED_TOKEN: &str = "releasedToken";
+/// Names the one release call that wrote it; the SDK's retries of that call
+/// send the same value.
+pub const RELEASE_ID: &str = "releaseId";
 /// Global secondary index: partition key `owner`, keys only.
 pub const OWNER_INDEX: &str = "owner-index";
 
@@ -50,14 +63,21 @@ const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
 const RENEW_CONDITION: &str =
     "#owner = :owner AND #fencingToken = :fencingToken AND #expiresAt >= :now";
 
-const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt SET #ttl = :ttl";
-const RELEASE_CONDITION: &str = "#owner = :owner";
+/// Frees the lock and records who released which grant, in the same write.
+/// Grants and renewals leave the record alone, so a retried release whose first
+/// attempt landed finds it even after another owner got in.
+const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt \
+     SET #ttl = :ttl, #releasedBy = :owner, #releasedToken = #fencingToken, #releaseId = :releaseId";
+/// Held by the caller, and not already released by this very call: a retry
+/// whose first attempt landed must not free a grant the owner took since.
+const RELEASE_CONDITION: &str =
+    "#owner = :owner AND (attribute_not_exists(#releaseId) OR #releaseId <> :releaseId)";
 
 /// A grant or renewal races with other writers only when the lock changes hands
 /// between our two writes; after this many rounds something is badly wrong.
 const MAX_ACQUIRE_ROUNDS: usize = 3;
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 enum WriteFailure {
     /// The condition did not hold; the item as it was (absent if there was none).
@@ -220,31 +240,49 @@ impl LockStore for DynamoStore {
         owner: &Owner,
         now: EpochMillis,
     ) -> Result<ReleaseOutcome, StoreError> {
+        // The SDK retries this one request with the same id when an attempt's
+        // answer is lost; the id tells that retry its own landed write apart.
+        let release_id = release_id();
         let result = self
             .conditional_update(
                 lock_name,
                 RELEASE,
                 RELEASE_CONDITION,
-                &[OWNER, ACQUIRED_AT, EXPIRES_AT, TTL],
+                &[
+                    OWNER,
+                    ACQUIRED_AT,
+                    EXPIRES_AT,
+                    TTL,
+                    RELEASED_BY,
+                    RELEASED_TOKEN,
+                    FENCING_TOKEN,
+                    RELEASE_ID,
+                ],
                 vec![
                     (":owner", string(owner.as_str())),
                     (":ttl", number(gc_after(now))),
+                    (":releaseId", string(&release_id)),
                 ],
             )
             .await;
-        match result {
-            Ok(_) => Ok(ReleaseOutcome::Released),
-            Err(WriteFailure::Store(error)) => Err(error),
-            Err(WriteFailure::ConditionFailed(old_item)) => {
-                let held = old_item
-                    .as_ref()
-                    .is_some_and(|item| item.contains_key(OWNER));
-                if held {
-                    Ok(ReleaseOutcome::HeldByOther(holder_from(old_item.as_ref())?))
-                } else {
-                    Ok(ReleaseOutcome::NotHeld)
-                }
-            }
+        let old_item = match result {
+            Ok(_) => return Ok(ReleaseOutcome::Released),
+            Err(WriteFailure::Store(error)) => return Err(error),
+            Err(WriteFailure::ConditionFailed(None)) => return Ok(ReleaseOutcome::NotHeld),
+            Err(WriteFailure::ConditionFailed(Some(item))) => item,
+        };
+        let landed = old_item
+            .get(RELEASE_ID)
+            .and_then(|value| value.as_s().ok())
+            .is_some_and(|id| *id == release_id);
+        if landed {
+            // An earlier attempt of this very call freed the lock; whoever
+            // holds it now got it afterwards, with no overlap.
+            Ok(ReleaseOutcome::Released)
+        } else if old_item.contains_key(OWNER) {
+            Ok(ReleaseOutcome::HeldByOther(holder_from(Some(&old_item))?))
+        } else {
+            Ok(ReleaseOutcome::NotHeld)
         }
     }
 
@@ -276,101 +314,5 @@ impl LockStore for DynamoStore {
                 _ => return Ok(names),
             }
         }
-    }
-}
-
-fn gc_after(instant: EpochMillis) -> i64 {
-    instant
-        .plus_seconds(TTL_GRACE_SECONDS)
-        .as_epoch_seconds_ceil()
-}
-
-fn string(text: &str) -> AttributeValue {
-    AttributeValue::S(text.to_owned())
-}
-
-fn number(value: impl ToString) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-fn malformed(attribute: &str) -> StoreError {
-    StoreError::Misconfigured(format!(
-        "lock item has a missing or malformed `{attribute}` attribute; is the table shared with something else?"
-    ))
-}
-
-fn read_number<T: std::str::FromStr>(item: &Item, attribute: &str) -> Result<T, StoreError> {
-    item.get(attribute)
-        .and_then(|value| value.as_n().ok())
-        .and_then(|text| text.parse().ok())
-        .ok_or_else(|| malformed(attribute))
-}
-
-fn read_string(item: &Item, attribute: &str) -> Result<String, StoreError> {
-    item.get(attribute)
-        .and_then(|value| value.as_s().ok())
-        .cloned()
-        .ok_or_else(|| malformed(attribute))
-}
-
-fn holder_from(item: Option<&Item>) -> Result<Holder, StoreError> {
-    let item = item.ok_or_else(|| malformed(OWNER))?;
-    Ok(Holder {
-        owner: read_string(item, OWNER)?,
-        fencing_token: read_number(item, FENCING_TOKEN)?,
-        expires_at: EpochMillis(read_number(item, EXPIRES_AT)?),
-    })
-}
-
-fn lease_from(lock_name: &LockName, owner: &Owner, item: &Item) -> Result<Lease, StoreError> {
-    Ok(Lease {
-        lock_name: lock_name.clone(),
-        owner: owner.clone(),
-        fencing_token: read_number(item, FENCING_TOKEN)?,
-        acquired_at: EpochMillis(read_number(item, ACQUIRED_AT)?),
-        expires_at: EpochMillis(read_number(item, EXPIRES_AT)?),
-    })
-}
-
-/// Folds the SDK's many failure shapes into the two a caller acts on.
-fn classify<E>(operation: &str, error: SdkError<E, HttpResponse>) -> StoreError
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    let detail = match &error {
-        SdkError::ServiceError(failure) => format!(
-            "{operation} failed with HTTP {}: {}: {}",
-            failure.raw().status().as_u16(),
-            failure.err().code().unwrap_or("no error code"),
-            failure.err().message().unwrap_or("no message"),
-        ),
-        other => format!("{operation} failed: {}", DisplayErrorContext(other)),
-    };
-    let retryable = match &error {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            true
-        }
-        SdkError::ServiceError(failure) => {
-            failure.raw().status().is_server_error()
-                || matches!(
-                    failure.err().code(),
-                    Some(
-                        "ThrottlingException"
-                            | "ProvisionedThroughputExceededException"
-                            | "RequestLimitExceeded"
-                            | "InternalServerError"
-                            | "ServiceUnavailable"
-                            | "TransactionConflictException"
-                    )
-                )
-        }
-        // No region or no credentials: a retry will not conjure them.
-        SdkError::ConstructionFailure(_) => false,
-        _ => true,
-    };
-    if retryable {
-        StoreError::Unavailable(detail)
-    } else {
-        StoreError::Misconfigured(detail)
     }
 }

@@ -3,6 +3,12 @@
 //! Each variant maps to one stable `errorType` string that ASL `Retry` and `Catch`
 //! match on. These names are a public API: never rename them.
 
+use std::error::Error as _;
+
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{
+    ConnectorError, DisplayErrorContext, ProvideErrorMetadata, SdkError,
+};
 use lambda_runtime::Diagnostic;
 use serde_json::json;
 
@@ -114,6 +120,89 @@ impl From<StoreError> for LockError {
             StoreError::Misconfigured(detail) => LockError::StoreMisconfigured { detail },
         }
     }
+}
+
+/// Folds the SDK's many failure shapes into the two a caller acts on.
+pub(crate) fn classify<E>(operation: &str, error: SdkError<E, HttpResponse>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let detail = match &error {
+        SdkError::ServiceError(failure) => format!(
+            "{operation} failed with HTTP {}: {}: {}",
+            failure.raw().status().as_u16(),
+            failure.err().code().unwrap_or("no error code"),
+            failure.err().message().unwrap_or("no message"),
+        ),
+        other => format!("{operation} failed: {}", DisplayErrorContext(other)),
+    };
+    let retryable = match &error {
+        SdkError::DispatchFailure(failure) => match failure.as_connector_error() {
+            Some(connector) => is_retryable_dispatch(connector),
+            None => true,
+        },
+        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
+        SdkError::ServiceError(failure) => {
+            failure.raw().status().is_server_error()
+                || matches!(
+                    failure.err().code(),
+                    Some(
+                        "ThrottlingException"
+                            | "ProvisionedThroughputExceededException"
+                            | "RequestLimitExceeded"
+                            | "InternalServerError"
+                            | "ServiceUnavailable"
+                            | "TransactionConflictException"
+                    )
+                )
+        }
+        // The request could not even be built: a retry builds it the same way.
+        SdkError::ConstructionFailure(_) => false,
+        _ => true,
+    };
+    if retryable {
+        StoreError::Unavailable(detail)
+    } else {
+        StoreError::Misconfigured(detail)
+    }
+}
+
+/// Error names, as their `Debug` output begins, of the failures the SDK meets
+/// before a request leaves: no credentials found (`CredentialsNotLoaded`, or a
+/// provider's `InvalidConfiguration`), no region to sign for (the SigV4
+/// signer's `MissingSigning*`, a private type), no region or a bad one for the
+/// endpoint (`ResolveEndpointError`), no usable auth scheme. The SDK reports
+/// them as a dispatch failure of kind "other"; a retry will not conjure what
+/// is missing. Their types are private or in crates this one does not depend
+/// on, hence the names. A credentials provider that timed out or could not
+/// reach its source (`ProviderTimedOut`, `ProviderError`) is not listed: that
+/// can pass, so it stays retryable, as does anything unrecognised.
+const SETUP_FAILURES: &[&str] = &[
+    "CredentialsNotLoaded",
+    "InvalidConfiguration",
+    "MissingSigningRegion",
+    "MissingSigningName",
+    "MissingOperationSigningConfig",
+    "WrongIdentityType",
+    "ResolveEndpointError",
+    "NoMatchingAuthScheme",
+];
+
+/// Connection refused or reset, timeouts, a hint to retry: retryable. A
+/// failure before the request left, for lack of configuration: not.
+fn is_retryable_dispatch(error: &ConnectorError) -> bool {
+    if !error.is_other() || error.as_other().is_some() {
+        return true;
+    }
+    let mut cause = error.source();
+    while let Some(current) = cause {
+        let name = format!("{current:?}");
+        if SETUP_FAILURES.iter().any(|marker| name.starts_with(marker)) {
+            return false;
+        }
+        cause = current.source();
+    }
+    true
 }
 
 #[cfg(test)]

@@ -130,6 +130,15 @@ impl<S: LockStore> Locker<S> {
                 info!(lock_name, owner, "release found the lock not held");
                 "not_held"
             }
+            ReleaseOutcome::HeldByOther(holder)
+                if holder.follows_release_by(&request.owner, request.fencing_token) =>
+            {
+                // A retried release: the caller's own release had landed and
+                // the new holder got the lock after it, with no overlap.
+                info!(lock_name, owner, holder = %holder.owner, fencing_token = holder.fencing_token,
+                      "lock released earlier by this owner; another owner holds it now");
+                "released"
+            }
             ReleaseOutcome::HeldByOther(holder) => {
                 // The caller's lease ran out and someone took over: the caller's work
                 // overlapped another holder's, which is worth an operator's look.

@@ -37,10 +37,57 @@ impl EpochMillis {
             .unwrap_or_else(|_| self.0.to_string())
     }
 
+    /// Any RFC 3339 `date-time`: `T` or `t`, `Z`, `z` or a `±hh:mm` offset,
+    /// fractional seconds of any length (cut to milliseconds), a leap second
+    /// (`:60`, read as the next minute's first instant). Anything else is `None`.
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
-        let parsed = DateTime::from_str(text, DateTimeFormat::DateTime).ok()?;
-        parsed.to_millis().ok().map(EpochMillis)
+        // The smithy parser takes UTC (`Z`) only: split the offset off, then apply it.
+        let text = text.to_ascii_uppercase();
+        let (local, offset_minutes) = split_offset(&text)?;
+        // `YYYY-MM-DDTHH:MM:SS`, then an optional fraction; only then are byte indices safe.
+        if !local.is_ascii() || local.len() < 19 {
+            return None;
+        }
+        let leap_second = &local[17..19] == "60";
+        let local = if leap_second {
+            format!("{}59{}Z", &local[..17], &local[19..])
+        } else {
+            format!("{local}Z")
+        };
+        let millis = DateTime::from_str(&local, DateTimeFormat::DateTime)
+            .ok()?
+            .to_millis()
+            .ok()?;
+        Some(EpochMillis(
+            millis + i64::from(leap_second) * 1000 - offset_minutes * 60_000,
+        ))
     }
+}
+
+/// Splits an upper-cased RFC 3339 date-time into its local part and its offset
+/// east of UTC in minutes: `Z`, or `+hh:mm` / `-hh:mm` (`-00:00` is UTC too).
+fn split_offset(text: &str) -> Option<(&str, i64)> {
+    if let Some(local) = text.strip_suffix('Z') {
+        return Some((local, 0));
+    }
+    let cut = text.len().checked_sub(6)?;
+    let (local, offset) = (text.get(..cut)?, text.get(cut..)?.as_bytes());
+    let sign = match offset[0] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let two_digits = |pair: &[u8]| -> Option<i64> {
+        match pair {
+            [tens @ b'0'..=b'9', ones @ b'0'..=b'9'] => {
+                Some(i64::from(tens - b'0') * 10 + i64::from(ones - b'0'))
+            }
+            _ => None,
+        }
+    };
+    let hours = two_digits(&offset[1..3]).filter(|hours| *hours <= 23)?;
+    let minutes = two_digits(&offset[4..6]).filter(|minutes| *minutes <= 59)?;
+    (offset[3] == b':').then_some((local, sign * (hours * 60 + minutes)))
 }
 
 impl fmt::Display for EpochMillis {
@@ -135,6 +182,26 @@ pub struct Holder {
     pub owner: String,
     pub fencing_token: u64,
     pub expires_at: EpochMillis,
+    /// The item's last recorded release, `(owner, fencing token of the grant
+    /// it ended)`; `None` if it records none.
+    pub last_release: Option<(String, u64)>,
+}
+
+impl Holder {
+    /// Whether `owner`'s own release had freed the lock before this holder
+    /// took it: the item's last release is `owner`'s and, when the caller
+    /// knows its grant's token, of that very grant. Without the token this is
+    /// also true when `owner` released an earlier grant, took the lock again
+    /// and lost that later grant to expiry (DESIGN.md, "Operations").
+    pub fn follows_release_by(&self, owner: &Owner, fencing_token: Option<u64>) -> bool {
+        match &self.last_release {
+            Some((released_by, released_token)) => {
+                released_by == owner.as_str()
+                    && (fencing_token.is_none() || fencing_token == Some(*released_token))
+            }
+            None => false,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -153,6 +220,8 @@ pub enum ReleaseOutcome {
     /// Nobody held the lock (already released, or never taken).
     NotHeld,
     /// Someone else holds it now, normally after the caller's lease ran out.
+    /// [`Holder::follows_release_by`] tells whether the caller's own release
+    /// had freed it first (a retried release call).
     HeldByOther(Holder),
 }
 

@@ -58,6 +58,9 @@ pub struct AcquireRequest {
 pub struct ReleaseRequest {
     pub lock_name: LockName,
     pub owner: Owner,
+    /// The token of the grant being released, when the event carries
+    /// `acquire-lock`'s output: it makes the answer to a retried release exact.
+    pub fencing_token: Option<u64>,
 }
 
 const ACQUIRE_FIELDS: &[&str] = &[
@@ -69,7 +72,8 @@ const ACQUIRE_FIELDS: &[&str] = &[
 ];
 
 /// `release-lock` also takes the whole output of `acquire-lock`, so an ASL can
-/// pass `$.lock` straight through; those extra fields are accepted and unused.
+/// pass `$.lock` straight through. `fencingToken` names the grant being
+/// released; the other extra fields are accepted and unused.
 const RELEASE_FIELDS: &[&str] = &[
     "lockName",
     "owner",
@@ -93,7 +97,11 @@ impl AcquireRequest {
             (None, None) => None,
             (Some(started_at), Some(max_wait_seconds)) => Some(WaitBound {
                 started_at: EpochMillis::parse_rfc3339(started_at).ok_or_else(|| {
-                    LockError::invalid("waitStartedAt", "must be an RFC 3339 timestamp")
+                    LockError::invalid(
+                        "waitStartedAt",
+                        "must be an RFC 3339 date-time with a UTC offset, \
+                         e.g. 2026-11-30T10:00:00Z or 2026-11-30T12:00:00+02:00",
+                    )
                 })?,
                 max_wait_seconds: u32::try_from(max_wait_seconds)
                     .ok()
@@ -130,9 +138,17 @@ impl AcquireRequest {
 impl ReleaseRequest {
     pub fn from_event(event: &Value) -> Result<Self, LockError> {
         let fields = object_with_known_fields(event, RELEASE_FIELDS)?;
+        let fencing_token = optional_integer(fields, "fencingToken")?
+            .map(|token| {
+                u64::try_from(token).map_err(|_| {
+                    LockError::invalid("fencingToken", "must be a non-negative integer")
+                })
+            })
+            .transpose()?;
         Ok(ReleaseRequest {
             lock_name: LockName::new(required_string(fields, "lockName")?)?,
             owner: Owner::new(required_string(fields, "owner")?)?,
+            fencing_token,
         })
     }
 }
@@ -257,12 +273,30 @@ mod tests {
     }
 
     #[test]
+    fn a_release_token_must_be_a_non_negative_integer() {
+        for token in [json!(-1), json!(1.5), json!("3"), json!(true)] {
+            let event = json!({"lockName": "etl", "owner": "me", "fencingToken": token});
+            match ReleaseRequest::from_event(&event) {
+                Err(LockError::InvalidRequest { field, .. }) => {
+                    assert_eq!(field, "fencingToken", "{token}")
+                }
+                other => panic!("{token}: expected InvalidRequest, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn release_takes_acquire_output_but_not_strangers() {
         let output = json!({
             "lockName": "etl", "owner": "me", "fencingToken": 3, "outcome": "granted",
             "acquiredAt": "2026-11-30T10:00:00Z", "expiresAt": "2026-11-30T10:15:00Z", "leaseSeconds": 900,
         });
-        assert!(ReleaseRequest::from_event(&output).is_ok());
+        assert_eq!(
+            ReleaseRequest::from_event(&output).unwrap().fencing_token,
+            Some(3)
+        );
+        let without = ReleaseRequest::from_event(&json!({"lockName": "etl", "owner": "me"}));
+        assert_eq!(without.unwrap().fencing_token, None);
         assert!(ReleaseRequest::from_event(
             &json!({"lockName": "etl", "owner": "me", "force": true})
         )

@@ -2,70 +2,21 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
+use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::AttributeValue;
+use common::lossy_proxy::{losing_first_answer, store_via};
 use common::{client, get_item, table_name, unique};
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockError, LockName, LockStore, Owner,
     StoreError,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A store whose requests go through `endpoint` instead of the local server.
-async fn store_via(endpoint: &str) -> DynamoStore {
-    let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
-        .endpoint_url(endpoint)
-        .build();
-    DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table_name())
-}
-
-/// A TCP proxy to the local server that lets the first request through and
-/// then drops its response: the write lands, the caller never hears of it.
-async fn response_dropping_proxy() -> String {
-    let upstream = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
-        .expect("AWS_ENDPOINT_URL_DYNAMODB: run under scripts/local-stack.sh")
-        .trim_start_matches("http://")
-        .to_owned();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let dropped_one = Arc::new(AtomicBool::new(false));
-    tokio::spawn(async move {
-        while let Ok((mut caller, _)) = listener.accept().await {
-            let upstream = upstream.clone();
-            let drop_this = !dropped_one.swap(true, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut server = TcpStream::connect(&upstream).await.unwrap();
-                if drop_this {
-                    let mut request = vec![0_u8; 64 * 1024];
-                    let mut response = [0_u8; 1];
-                    let (mut from_server, mut to_server) = server.split();
-                    let (mut from_caller, _) = caller.split();
-                    // Forward the request until the server starts answering: by then it has written.
-                    loop {
-                        tokio::select! {
-                            read = from_caller.read(&mut request) => match read {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => to_server.write_all(&request[..n]).await.unwrap(),
-                            },
-                            _ = from_server.read_exact(&mut response) => return, // drop it all
-                        }
-                    }
-                } else {
-                    let _ = tokio::io::copy_bidirectional(&mut caller, &mut server).await;
-                }
-            });
-        }
-    });
-    format!("http://{address}")
-}
+use tokio::net::TcpListener;
 
 #[tokio::test]
 async fn a_lost_acquire_response_is_recovered_by_the_retry_with_the_same_token() {
-    let store = store_via(&response_dropping_proxy().await).await;
+    let (proxy, _) = losing_first_answer(async {}).await;
+    let store = store_via(&proxy).await;
     let lock = LockName::new(unique("lost-response")).unwrap();
     let owner = Owner::new("arn:exec:unlucky").unwrap();
     let lease = LeaseSeconds::new("leaseSeconds", 60).unwrap();
@@ -131,6 +82,84 @@ async fn an_unreachable_store_is_lock_store_unavailable() {
 #[tokio::test]
 async fn a_missing_table_is_lock_store_misconfigured() {
     let store = DynamoStore::new(client().await, "no-such-table");
+
+    let (error, error_type) = acquire_failure(&store).await;
+
+    assert!(matches!(error, StoreError::Misconfigured(_)), "{error:?}");
+    assert_eq!(error_type, "LockStoreMisconfigured");
+}
+
+/// A client for the local server built from the test's SDK configuration, then
+/// changed by `edit` (to take away its credentials or its region).
+async fn store_with(edit: impl FnOnce(&mut aws_sdk_dynamodb::config::Builder)) -> DynamoStore {
+    let mut builder = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await);
+    edit(&mut builder);
+    DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(builder.build()),
+        table_name(),
+    )
+}
+
+// A client with no credentials provider at all sends its requests unsigned:
+// moto accepts them (so there is no test of it here); DynamoDB answers a 4xx
+// service error, which is LockStoreMisconfigured already.
+
+#[tokio::test]
+#[allow(deprecated)] // ProfileFiles' replacement lives in aws-runtime, not a dependency
+async fn credentials_that_cannot_be_found_are_lock_store_misconfigured() {
+    // What a function gets when its environment has no credentials: a
+    // provider that looks and finds none (here, a profile nobody defined).
+    let empty = std::env::temp_dir().join(unique("sfn-lock-no-credentials"));
+    std::fs::write(&empty, "").unwrap();
+    let files = aws_config::profile::profile_file::ProfileFiles::builder()
+        .with_file(
+            aws_config::profile::profile_file::ProfileFileKind::Credentials,
+            &empty,
+        )
+        .with_file(
+            aws_config::profile::profile_file::ProfileFileKind::Config,
+            &empty,
+        )
+        .build();
+    let provider = aws_config::profile::ProfileFileCredentialsProvider::builder()
+        .profile_files(files)
+        .profile_name("sfn-lock-nobody")
+        .build();
+    let store = store_with(|builder| {
+        builder.set_credentials_provider(Some(
+            aws_sdk_dynamodb::config::SharedCredentialsProvider::new(provider),
+        ));
+    })
+    .await;
+
+    let (error, error_type) = acquire_failure(&store).await;
+    let _ = std::fs::remove_file(&empty);
+
+    assert!(matches!(error, StoreError::Misconfigured(_)), "{error:?}");
+    assert_eq!(error_type, "LockStoreMisconfigured");
+}
+
+#[tokio::test]
+async fn no_region_to_sign_for_is_lock_store_misconfigured() {
+    let store = store_with(|builder| {
+        builder.set_region(None::<Region>);
+    })
+    .await;
+
+    let (error, error_type) = acquire_failure(&store).await;
+
+    assert!(matches!(error, StoreError::Misconfigured(_)), "{error:?}");
+    assert_eq!(error_type, "LockStoreMisconfigured");
+}
+
+#[tokio::test]
+async fn no_region_to_find_the_endpoint_is_lock_store_misconfigured() {
+    // As in Lambda, no endpoint URL: the endpoint rules need the region.
+    let store = store_with(|builder| {
+        builder.set_region(None::<Region>);
+        builder.set_endpoint_url(None);
+    })
+    .await;
 
     let (error, error_type) = acquire_failure(&store).await;
 
