@@ -36,6 +36,9 @@ const SUBSTITUTIONS = {
   LeaseMarginSeconds: 300,
   MaxWaitSeconds: 3600,
   WorkloadTimeoutSeconds: 60,
+  WorkloadMaxRunSeconds: 900,
+  // The template's default (PassLockToWorkload false): the lock stays out of the data.
+  LockResultPath: 'null',
 };
 
 function load(file) {

@@ -8,7 +8,9 @@
 # `cargo lambda watch` serving the real acquire-lock / release-lock binaries
 # over the Lambda Runtime and Invoke APIs. Both listen on free 127.0.0.1 ports.
 # COMMAND sees:
-#   AWS_ENDPOINT_URL_DYNAMODB  the DynamoDB endpoint (plus fake credentials, AWS_REGION)
+#   AWS_ENDPOINT_URL_DYNAMODB  the DynamoDB endpoint (plus fake credentials, AWS_REGION);
+#                              AWS_ENDPOINT_URL_SFN and _SQS name the same moto server
+#   SFN_LOCK_CLEANUP_QUEUE_URL the queue the sweep sends early events back to
 #   SFN_LOCK_TABLE             the lock table the functions use
 #   SFN_LOCK_LAMBDA_URL        the Invoke API: POST $SFN_LOCK_LAMBDA_URL/2015-03-31/functions/<name>/invocations
 #   SFN_LOCK_DYNAMODB_PID      the DynamoDB server's pid (fault tests pause it with SIGSTOP)
@@ -61,12 +63,16 @@ export SFN_LOCK_TABLE="${SFN_LOCK_TABLE:-sfn-locks}"
 
 dynamodb_port=$(free_port)
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dynamodb_port"
+# The sweep asks Step Functions about executions and re-queues early events: same moto.
+export AWS_ENDPOINT_URL_SFN="$AWS_ENDPOINT_URL_DYNAMODB" AWS_ENDPOINT_URL_SQS="$AWS_ENDPOINT_URL_DYNAMODB"
 setsid "$venv/bin/python" "$root/tests/support/dynamodb_server.py" "$dynamodb_port" \
   >"$logs/dynamodb.log" 2>&1 &
 export SFN_LOCK_DYNAMODB_PID=$!
 pids+=("$SFN_LOCK_DYNAMODB_PID")
 wait_for_port "$dynamodb_port" "DynamoDB (moto)" "$logs/dynamodb.log"
 "$venv/bin/python" "$root/tests/support/create_table.py" "$SFN_LOCK_TABLE" >/dev/null
+SFN_LOCK_CLEANUP_QUEUE_URL=$("$venv/bin/python" -c 'import boto3; print(boto3.client("sqs").create_queue(QueueName="sfn-lock-cleanup")["QueueUrl"])')
+export SFN_LOCK_CLEANUP_QUEUE_URL
 
 # Build first, so the first invoke does not wait on a compile.
 cargo build --quiet --workspace --bins --manifest-path "$root/Cargo.toml"
@@ -75,7 +81,13 @@ lambda_port=$(free_port)
 export SFN_LOCK_LAMBDA_URL="http://127.0.0.1:$lambda_port"
 (
   cd "$root"
+  # The sweep serves the state machines tests/common/sfn.rs creates on moto.
+  machines="arn:aws:states:$AWS_REGION:123456789012:stateMachine"
   LOCK_TABLE_NAME="$SFN_LOCK_TABLE" AWS_LAMBDA_LOG_FORMAT=JSON \
+    SWEPT_STATE_MACHINE_ARNS="$machines:sfn-lock-locked,$machines:sfn-lock-attached" \
+    ATTACHED_STATE_MACHINE_ARN="$machines:sfn-lock-attached" \
+    TARGET_STATE_MACHINE_ARN="$machines:sfn-lock-target" \
+    SWEEP_GRACE_SECONDS=15 CLEANUP_QUEUE_URL="$SFN_LOCK_CLEANUP_QUEUE_URL" \
     exec setsid "$venv/bin/cargo-lambda" lambda watch --ignore-changes --concurrency 8 \
     --invoke-address 127.0.0.1 --invoke-port "$lambda_port"
 ) >"$logs/lambda.log" 2>&1 &

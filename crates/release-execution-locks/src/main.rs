@@ -3,14 +3,14 @@
 //! Fed by EventBridge through a delay queue; all behaviour lives in `sfn-lock`.
 
 use lambda_runtime::{service_fn, LambdaEvent};
-use sfn_lock::lambda::{handle_sweep, init_logging, store_from_env, Payload};
+use sfn_lock::lambda::{handle_sweep, init_logging, sweeper_from_env, Payload};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     init_logging();
-    let store = store_from_env().await;
+    let sweeper = sweeper_from_env().await;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Payload>| {
-        handle_sweep(&store, event)
+        handle_sweep(&sweeper, event)
     }))
     .await
 }

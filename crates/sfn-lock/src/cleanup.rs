@@ -2,26 +2,31 @@
 //!
 //! A `Catch` never runs when an execution is stopped (`ABORTED`) or reaches
 //! the state machine's own `TimeoutSeconds` (`TIMED_OUT`). EventBridge reports
-//! those ends; this sweep then releases every lock the execution still owns,
-//! found through the store's owner index, so per-key lock names need not be
-//! known in advance.
+//! those ends, best effort; this sweep then releases every lock the execution
+//! still owns, found through the store's owner index, so per-key lock names
+//! need not be known in advance. The lease stays the bound when no event comes.
 //!
-//! The sweep runs late on purpose: template.yaml routes the events through an
-//! SQS queue whose delay (`CleanupDelaySeconds`) exceeds the acquire
-//! function's timeout. An acquire already in flight when the execution ended
-//! has therefore landed before the sweep looks, and is released with the rest;
-//! the same delay lets an aborted execution's in-flight task finish before
-//! another execution may take the lock. The lease remains the last safety net.
+//! The message only says which execution to look at. Before any release the
+//! sweep asks Step Functions (`DescribeExecution`) whether that execution has
+//! really ended, belongs to a state machine this sweep serves, and is not
+//! running again after a redrive ([`SweepPolicy::verdict`]). It then waits
+//! until the execution (and the attach variant's child, which it stops if need
+//! be) has been over for `SWEEP_GRACE_SECONDS`: a workload task that was
+//! running at the end runs on, and an acquire in flight at the end lands
+//! meanwhile. An event that comes too early goes back to the queue with a
+//! delay. Each SQS record succeeds or fails alone (`batchItemFailures`).
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
-use aws_lambda_events::event::sqs::SqsEvent;
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::error::LockError;
+use crate::executions::{ExecutionStatus, Executions, Requeue};
 use crate::model::{EpochMillis, Owner, ReleaseOutcome};
 use crate::store::LockStore;
+use crate::sweep_policy::{SweepPolicy, Verdict};
 
 const EXECUTION_STATUS_CHANGE: &str = "Step Functions Execution Status Change";
 const STEP_FUNCTIONS_SOURCE: &str = "aws.states";
@@ -45,56 +50,179 @@ pub struct ReleasedLock {
     pub owner: String,
 }
 
+/// An SQS record to be delivered again (Lambda's partial batch response).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchItemFailure {
+    pub item_identifier: String,
+}
+
 /// What one invocation of the sweep did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SweepReport {
     pub released: Vec<ReleasedLock>,
-    /// Events (or SQS records) that were not an ended execution of interest.
+    /// Events (or SQS records) that were not an ended execution.
     pub ignored: usize,
+    /// Ended-execution events whose locks were left alone after checking
+    /// Step Functions (running again, another state machine, no such execution).
+    pub skipped: usize,
+    /// Events to be looked at again later (sent back to the queue with a delay).
+    pub deferred: usize,
+    pub batch_item_failures: Vec<BatchItemFailure>,
 }
 
-/// Handles an SQS batch of EventBridge events (the deployed path) or a single
-/// EventBridge event (a direct invocation). Events of other shapes are logged
-/// and ignored rather than failed: a failure would only be redelivered forever.
-/// A store failure is an error, so SQS delivers the batch again; every release
-/// is conditional, so a repeat changes nothing.
-pub async fn sweep<S: LockStore>(
-    store: &S,
-    event: &Value,
-    now: EpochMillis,
-) -> Result<SweepReport, LockError> {
-    let mut report = SweepReport::default();
-    let events: Vec<Value> = if event.get("Records").is_some() {
-        match SqsEvent::deserialize(event) {
-            Ok(batch) => batch
-                .records
-                .into_iter()
-                .map(|record| {
-                    record
-                        .body
-                        .and_then(|body| serde_json::from_str(&body).ok())
-                        .unwrap_or(Value::Null)
-                })
-                .collect(),
+/// The sweep and what it consults.
+pub struct Sweeper<S, E, Q> {
+    pub store: S,
+    pub executions: E,
+    /// The cleanup queue, for events that came too early; `None` for direct invocations.
+    pub requeue: Option<Q>,
+    pub policy: SweepPolicy,
+}
+
+enum Handled {
+    Released(Vec<ReleasedLock>),
+    Ignored,
+    Skipped,
+    Deferred(u32),
+}
+
+impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
+    /// Handles an SQS batch of EventBridge events (the deployed path) or a
+    /// single EventBridge event (a direct invocation). Events of other shapes
+    /// are logged and ignored: failing them would only redeliver them forever.
+    /// A failure of one SQS record is reported for that record alone; a
+    /// direct invocation's failure is the function's error. Every release is
+    /// conditional, so a repeat changes nothing.
+    pub async fn sweep(&self, event: &Value, now: EpochMillis) -> Result<SweepReport, LockError> {
+        let mut report = SweepReport::default();
+        if event.get("Records").is_none() {
+            let handled = self.handle(event, now).await?;
+            report.record(handled);
+            return Ok(report);
+        }
+        let batch = match SqsEvent::deserialize(event) {
+            Ok(batch) => batch,
             Err(error) => {
                 warn!(error = %error, "ignored an event with Records that is not an SQS batch");
                 report.ignored += 1;
                 return Ok(report);
             }
+        };
+        for record in &batch.records {
+            match self.handle_record(record, now).await {
+                Ok(handled) => report.record(handled),
+                Err(error) => {
+                    let message_id = record.message_id.clone().unwrap_or_default();
+                    warn!(message_id, error = %error, "sweep of one record failed; SQS delivers it again");
+                    report.batch_item_failures.push(BatchItemFailure {
+                        item_identifier: message_id,
+                    });
+                }
+            }
         }
-    } else {
-        vec![event.clone()]
-    };
-    for event in &events {
-        match ended_execution(event) {
-            Some(owner) => report
-                .released
-                .extend(release_all(store, &owner, now).await?),
-            None => report.ignored += 1,
+        Ok(report)
+    }
+
+    async fn handle_record(
+        &self,
+        record: &SqsMessage,
+        now: EpochMillis,
+    ) -> Result<Handled, LockError> {
+        let body = record.body.as_deref().unwrap_or_default();
+        let event = serde_json::from_str(body).unwrap_or(Value::Null);
+        let handled = self.handle(&event, now).await?;
+        if let Handled::Deferred(seconds) = handled {
+            let requeue = self.requeue.as_ref().ok_or_else(|| {
+                LockError::invalid("CLEANUP_QUEUE_URL", "must be set to defer an early event")
+            })?;
+            requeue.requeue(body, seconds).await?;
+        }
+        Ok(handled)
+    }
+
+    async fn handle(&self, event: &Value, now: EpochMillis) -> Result<Handled, LockError> {
+        let Some(owner) = ended_execution(event) else {
+            return Ok(Handled::Ignored);
+        };
+        let execution = owner.as_str();
+        let Some(facts) = self.executions.describe(execution).await? else {
+            warn!(
+                execution,
+                "Step Functions knows no such execution; its locks are left alone"
+            );
+            return Ok(Handled::Skipped);
+        };
+        let mut ended_at = facts.stop_date.unwrap_or(now);
+        if facts.status == ExecutionStatus::Ended && self.policy.sweeps(&facts.state_machine_arn) {
+            if let Some(child) = self.policy.child_of(execution, &facts) {
+                ended_at = ended_at.max(self.child_ended_at(execution, &child, now).await?);
+            }
+        }
+        match self.policy.verdict(&facts, ended_at, now) {
+            Verdict::Skip(reason) => {
+                warn!(execution, state_machine = %facts.state_machine_arn, redrive_count = facts.redrive_count,
+                      reason, "sweep left the execution's locks alone");
+                Ok(Handled::Skipped)
+            }
+            Verdict::Defer(seconds) => {
+                info!(
+                    execution,
+                    seconds,
+                    "execution ended too recently: its work may still run; looking again later"
+                );
+                Ok(Handled::Deferred(seconds))
+            }
+            Verdict::Release => Ok(Handled::Released(
+                release_all(&self.store, &owner, now).await?,
+            )),
         }
     }
-    Ok(report)
+
+    /// When the attach variant's child ended: now if it was still running
+    /// (it is stopped first), or the instant its parent's end counts from.
+    async fn child_ended_at(
+        &self,
+        parent: &str,
+        child: &str,
+        now: EpochMillis,
+    ) -> Result<EpochMillis, LockError> {
+        match self.executions.describe(child).await? {
+            None => {
+                info!(
+                    parent,
+                    child, "the attach variant's execution started no child"
+                );
+                Ok(EpochMillis(0))
+            }
+            Some(facts) if facts.status == ExecutionStatus::Ended => {
+                Ok(facts.stop_date.unwrap_or(now))
+            }
+            Some(_) => {
+                let cause = format!(
+                    "sfn-lock: the parent execution {parent} ended; its lock must not outlive it"
+                );
+                self.executions.stop(child, &cause).await?;
+                warn!(
+                    parent,
+                    child, "stopped the child the ended parent left running"
+                );
+                Ok(now)
+            }
+        }
+    }
+}
+
+impl SweepReport {
+    fn record(&mut self, handled: Handled) {
+        match handled {
+            Handled::Released(locks) => self.released.extend(locks),
+            Handled::Ignored => self.ignored += 1,
+            Handled::Skipped => self.skipped += 1,
+            Handled::Deferred(_) => self.deferred += 1,
+        }
+    }
 }
 
 /// The owner whose locks must go, if `event` reports an execution that ended.

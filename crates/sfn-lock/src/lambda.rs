@@ -12,12 +12,15 @@ use serde_json::Value;
 use tracing::warn;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
-use crate::cleanup::{sweep, SweepReport};
+use crate::cleanup::{SweepReport, Sweeper};
+use crate::deadline::within_deadline;
 use crate::dynamodb::DynamoStore;
 use crate::error::LockError;
+use crate::executions::{SqsRequeue, StepFunctions};
 use crate::lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
 use crate::model::EpochMillis;
 use crate::request::LeaseSeconds;
+use crate::sweep_policy::SweepPolicy;
 
 /// An invocation's payload. Reading it can never fail: JSON the parser
 /// rejects (a lone surrogate escape, a number beyond `f64`, a truncated body)
@@ -158,22 +161,37 @@ fn log_misconfiguration(error: &LockError) {
     tracing::error!(error = %error, "misconfigured: every invocation will answer InvalidLockRequest");
 }
 
-/// The cleanup function's configuration error or its store.
-pub type ConfiguredStore = Result<DynamoStore, LockError>;
+/// The sweep as the cleanup function holds it, or its configuration error.
+pub type ConfiguredSweeper = Result<Sweeper<DynamoStore, StepFunctions, SqsRequeue>, LockError>;
 
-/// Reads the configuration and builds the client once, at cold start.
-pub async fn store_from_env() -> ConfiguredStore {
-    let config = Config::from_env().inspect_err(log_misconfiguration)?;
-    Ok(DynamoStore::new(dynamodb_client().await, config.table_name))
+/// Reads the configuration and builds the clients once, at cold start:
+/// `LOCK_TABLE_NAME`, the [`SweepPolicy`] variables, and `CLEANUP_QUEUE_URL`
+/// (where an event that came too early goes back to, with a delay).
+pub async fn sweeper_from_env() -> ConfiguredSweeper {
+    let lookup = |name: &str| std::env::var(name).ok();
+    let config = Config::from_lookup(lookup).inspect_err(log_misconfiguration)?;
+    let policy = SweepPolicy::from_lookup(lookup).inspect_err(log_misconfiguration)?;
+    let sdk = sdk_config().await;
+    let requeue = lookup("CLEANUP_QUEUE_URL")
+        .filter(|url| !url.trim().is_empty())
+        .map(|url| SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), url));
+    Ok(Sweeper {
+        store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name),
+        executions: StepFunctions::new(aws_sdk_sfn::Client::new(&sdk)),
+        requeue,
+        policy,
+    })
 }
 
 pub async fn handle_sweep(
-    store: &ConfiguredStore,
+    sweeper: &ConfiguredSweeper,
     event: LambdaEvent<Payload>,
 ) -> Result<SweepReport, Diagnostic> {
-    let store = configured(store)?;
+    let sweeper = configured(sweeper)?;
     match &event.payload {
-        Payload::Json(json) => Ok(sweep(store, json, EpochMillis::now()).await?),
+        Payload::Json(json) => {
+            Ok(within_deadline(&event.context, sweeper.sweep(json, EpochMillis::now())).await?)
+        }
         Payload::Malformed(error) => {
             warn!(error, "ignored an event that is not valid JSON");
             Ok(SweepReport {
@@ -188,16 +206,16 @@ pub async fn handle_acquire(
     locker: &ConfiguredLocker,
     event: LambdaEvent<Payload>,
 ) -> Result<AcquireResponse, Diagnostic> {
-    let (locker, event) = (configured(locker)?, lock_event(&event.payload)?);
-    Ok(locker.acquire(event, EpochMillis::now()).await?)
+    let (locker, payload) = (configured(locker)?, lock_event(&event.payload)?);
+    Ok(within_deadline(&event.context, locker.acquire(payload, EpochMillis::now())).await?)
 }
 
 pub async fn handle_release(
     locker: &ConfiguredLocker,
     event: LambdaEvent<Payload>,
 ) -> Result<ReleaseResponse, Diagnostic> {
-    let (locker, event) = (configured(locker)?, lock_event(&event.payload)?);
-    Ok(locker.release(event, EpochMillis::now()).await?)
+    let (locker, payload) = (configured(locker)?, lock_event(&event.payload)?);
+    Ok(within_deadline(&event.context, locker.release(payload, EpochMillis::now())).await?)
 }
 
 /// The function's configuration error, if any, answers every invocation.

@@ -22,13 +22,17 @@
 //! condition, and the edge cases.
 
 pub mod cleanup;
+mod deadline;
 pub mod dynamodb;
+mod dynamodb_item;
 mod error;
+pub mod executions;
 pub mod lambda;
 mod lock;
 mod model;
 mod request;
 mod store;
+pub mod sweep_policy;
 
 pub use dynamodb::DynamoStore;
 pub use error::{LockError, StoreError};

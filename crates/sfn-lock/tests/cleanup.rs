@@ -1,16 +1,18 @@
 //! The sweep that releases the locks of executions that ended without a
-//! `Catch` (ABORTED, TIMED_OUT), against the local server and through the real
-//! `release-execution-locks` binary.
+//! `Catch`, against the local server: DynamoDB, Step Functions and SQS all
+//! served by moto. Each test injects `now`, so "how long ago the execution
+//! ended" is a value, not a sleep.
 
 mod common;
 
-use aws_sdk_dynamodb::types::AttributeValue;
-use common::{client, counted_store, get_item, invoke, sqs_batch, status_change, unique};
+use common::sfn::{delayed_messages, queue, start, stop, sweeper, LOCKED, STRANGER};
+use common::{client, get_item, sqs_batch, status_change, unique};
 use serde_json::json;
-use sfn_lock::cleanup::sweep;
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner,
 };
+
+const GRACE: u32 = 60;
 
 async fn hold(store: &DynamoStore, lock: &str, owner: &str) {
     let outcome = store
@@ -33,28 +35,38 @@ async fn owner_of(lock: &str) -> Option<String> {
 }
 
 #[tokio::test]
-async fn an_aborted_execution_loses_every_lock_it_held_and_nobody_else_does() {
-    let (store, _) = counted_store().await;
-    let ended = unique("arn:aws:states:us-east-1:123456789012:execution:locked:aborted");
-    let bystander = unique("arn:aws:states:us-east-1:123456789012:execution:locked:running");
+async fn an_aborted_execution_loses_every_lock_it_held_once_the_grace_has_passed() {
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let ended = start(LOCKED, &unique("aborted")).await;
+    let bystander = start(LOCKED, &unique("running")).await;
     let (customer_a, customer_b, theirs) =
         (unique("customer-a"), unique("customer-b"), unique("other"));
-    hold(&store, &customer_a, &ended).await;
-    hold(&store, &customer_b, &ended).await;
-    hold(&store, &theirs, &bystander).await;
+    hold(&sweeper.store, &customer_a, &ended).await;
+    hold(&sweeper.store, &customer_b, &ended).await;
+    hold(&sweeper.store, &theirs, &bystander).await;
+    let stopped_at = stop(&ended).await;
+    let event = sqs_batch(&[status_change(&ended, "ABORTED")]);
 
-    let report = sweep(
-        &store,
-        &status_change(&ended, "ABORTED"),
-        EpochMillis::now(),
-    )
-    .await
-    .unwrap();
+    // One second before the grace ends, its workload may still run: nothing goes,
+    // and the event goes back to the queue to be looked at again.
+    let early = sweeper
+        .sweep(&event, stopped_at.plus_seconds(GRACE - 1))
+        .await
+        .unwrap();
+    assert_eq!((early.released.len(), early.deferred), (0, 1));
+    assert!(early.batch_item_failures.is_empty());
+    assert_eq!(delayed_messages(&queue_url).await, 1);
+    assert_eq!(owner_of(&customer_a).await, Some(ended.clone()));
 
+    let report = sweeper
+        .sweep(&event, stopped_at.plus_seconds(GRACE))
+        .await
+        .unwrap();
     let mut released: Vec<_> = report
         .released
         .iter()
-        .map(|lock| lock.lock_name.clone())
+        .map(|l| l.lock_name.clone())
         .collect();
     released.sort();
     let mut expected = vec![customer_a.clone(), customer_b.clone()];
@@ -66,86 +78,145 @@ async fn an_aborted_execution_loses_every_lock_it_held_and_nobody_else_does() {
 }
 
 #[tokio::test]
-async fn a_timed_out_execution_delivered_through_the_queue_is_released_once() {
-    let (store, _) = counted_store().await;
-    let ended = unique("arn:aws:states:us-east-1:123456789012:execution:locked:timed-out");
-    let lock = unique("timed-out-lock");
-    hold(&store, &lock, &ended).await;
+async fn a_made_up_end_of_a_running_or_redriven_execution_frees_nothing() {
+    // Step Functions says RUNNING: the event is forged, or the execution was
+    // redriven after it ended (same ARN) and holds its lock again.
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let running = start(LOCKED, &unique("redriven")).await;
+    let lock = unique("redriven-lock");
+    hold(&sweeper.store, &lock, &running).await;
+
+    let far_future = EpochMillis::now().plus_seconds(86_400);
+    let events = [
+        status_change(&running, "ABORTED"),
+        status_change(&running, "FAILED"),
+    ];
+    let report = sweeper
+        .sweep(&sqs_batch(&events), far_future)
+        .await
+        .unwrap();
+
+    assert_eq!(report.skipped, 2, "{report:?}");
+    assert!(report.released.is_empty());
+    assert_eq!(owner_of(&lock).await, Some(running));
+}
+
+#[tokio::test]
+async fn unknown_executions_and_other_state_machines_are_left_alone() {
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let stranger = start(STRANGER, &unique("stranger")).await;
+    let never_ran = format!(
+        "arn:aws:states:us-east-1:123456789012:execution:{LOCKED}:{}",
+        unique("never-ran")
+    );
+    let (their_lock, ghost_lock) = (unique("stranger-lock"), unique("ghost-lock"));
+    hold(&sweeper.store, &their_lock, &stranger).await;
+    hold(&sweeper.store, &ghost_lock, &never_ran).await;
+    let stopped_at = stop(&stranger).await;
+
+    let events = [
+        status_change(&stranger, "ABORTED"),
+        status_change(&never_ran, "ABORTED"),
+    ];
+    let report = sweeper
+        .sweep(&sqs_batch(&events), stopped_at.plus_seconds(86_400))
+        .await
+        .unwrap();
+
+    assert_eq!(report.skipped, 2, "{report:?}");
+    assert_eq!(owner_of(&their_lock).await, Some(stranger));
+    assert_eq!(owner_of(&ghost_lock).await, Some(never_ran));
+}
+
+#[tokio::test]
+async fn one_failing_record_is_reported_alone_and_the_rest_of_the_batch_is_swept() {
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let ended = start(LOCKED, &unique("batch-ok")).await;
+    let lock = unique("batch-lock");
+    hold(&sweeper.store, &lock, &ended).await;
+    let stopped_at = stop(&ended).await;
+    // Step Functions refuses to describe a malformed ARN (InvalidArn): that
+    // record fails, and only that one is delivered again.
+    let broken = "not-an-arn";
+
+    let batch = sqs_batch(&[
+        status_change(broken, "ABORTED"),
+        status_change(&ended, "ABORTED"),
+    ]);
+    let report = sweeper
+        .sweep(&batch, stopped_at.plus_seconds(GRACE))
+        .await
+        .unwrap();
+
+    assert_eq!(
+        serde_json::to_value(&report).unwrap()["batchItemFailures"],
+        json!([{"itemIdentifier": "message-0"}])
+    );
+    assert_eq!(report.released.len(), 1);
+    assert_eq!(owner_of(&lock).await, None);
+}
+
+#[tokio::test]
+async fn a_timed_out_execution_delivered_twice_is_released_once() {
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let ended = start(LOCKED, &unique("twice")).await;
+    let lock = unique("twice-lock");
+    hold(&sweeper.store, &lock, &ended).await;
+    let after_grace = stop(&ended).await.plus_seconds(GRACE);
     let event = status_change(&ended, "TIMED_OUT");
 
     // EventBridge delivers at least once: the same event twice in one batch, then again.
-    let first = sweep(
-        &store,
-        &sqs_batch(&[event.clone(), event.clone()]),
-        EpochMillis::now(),
-    )
-    .await
-    .unwrap();
-    let again = sweep(&store, &sqs_batch(&[event]), EpochMillis::now())
+    let first = sweeper
+        .sweep(&sqs_batch(&[event.clone(), event.clone()]), after_grace)
+        .await
+        .unwrap();
+    let again = sweeper
+        .sweep(&sqs_batch(&[event]), after_grace)
         .await
         .unwrap();
 
     assert_eq!(first.released.len(), 1);
-    assert_eq!(first.released[0].lock_name, lock);
     assert!(again.released.is_empty());
-    assert_eq!(again.ignored, 0);
     assert_eq!(owner_of(&lock).await, None);
 }
 
 #[tokio::test]
-async fn an_execution_that_holds_nothing_is_a_no_op() {
-    let (store, requests) = counted_store().await;
-    let ended = unique("arn:aws:states:us-east-1:123456789012:execution:locked:empty-handed");
-
-    let report = sweep(&store, &status_change(&ended, "FAILED"), EpochMillis::now())
-        .await
-        .unwrap();
-
-    assert!(report.released.is_empty());
-    assert_eq!(requests.take(), 1, "one index query, no writes");
-}
-
-#[tokio::test]
-async fn an_acquire_that_lands_after_the_execution_ended_is_swept_by_the_delayed_sweep() {
-    // The race that one-shot cleanups lose: the execution is stopped while its
-    // acquire is in flight, and the lock write lands after the end event. The
-    // sweep runs CleanupDelaySeconds after the event (longer than the acquire
-    // function's timeout), so by then the late write has landed and is found.
-    let (store, _) = counted_store().await;
-    let ended = unique("arn:aws:states:us-east-1:123456789012:execution:locked:late");
+async fn an_acquire_that_lands_after_the_end_event_is_swept_when_the_grace_has_passed() {
+    // The execution is stopped while its acquire is in flight; the grant lands
+    // after the end event was sent. A sweep that looked at once would find
+    // nothing and leave the lock to its lease; this one defers until the grace
+    // (longer than the acquire function's timeout) has passed, and only then
+    // reads the owner index: the late grant is there.
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let ended = start(LOCKED, &unique("late")).await;
     let lock = unique("late-acquire");
-    let event = status_change(&ended, "ABORTED");
+    let stopped_at = stop(&ended).await;
+    let event = sqs_batch(&[status_change(&ended, "ABORTED")]);
 
-    hold(&store, &lock, &ended).await; // the in-flight acquire lands after the ABORTED event
-    let report = sweep(&store, &sqs_batch(&[event]), EpochMillis::now())
+    let at_once = sweeper.sweep(&event, stopped_at).await.unwrap();
+    assert_eq!(at_once.deferred, 1, "{at_once:?}");
+    hold(&sweeper.store, &lock, &ended).await; // the late grant lands
+    let later = sweeper
+        .sweep(&event, stopped_at.plus_seconds(GRACE))
         .await
         .unwrap();
 
-    assert_eq!(report.released.len(), 1);
+    assert_eq!(later.released.len(), 1, "{later:?}");
     assert_eq!(owner_of(&lock).await, None);
-    // The next execution gets the lock at once, with a higher fencing token.
-    let next = Owner::new(unique(
-        "arn:aws:states:us-east-1:123456789012:execution:locked:next",
-    ))
-    .unwrap();
-    let outcome = store
-        .acquire(
-            &LockName::new(&lock).unwrap(),
-            &next,
-            LeaseSeconds::new("leaseSeconds", 60).unwrap(),
-            EpochMillis::now(),
-        )
-        .await
-        .unwrap();
-    assert!(matches!(outcome, AcquireOutcome::Granted(_)), "{outcome:?}");
 }
 
 #[tokio::test]
 async fn events_of_other_shapes_are_ignored_not_failed() {
-    let (store, _) = counted_store().await;
-    let running = unique("arn:aws:states:us-east-1:123456789012:execution:locked:still-running");
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let running = start(LOCKED, &unique("still-running")).await;
     let lock = unique("still-running");
-    hold(&store, &lock, &running).await;
+    hold(&sweeper.store, &lock, &running).await;
     let mut wrong_source = status_change(&running, "ABORTED");
     wrong_source["source"] = json!("aws.batch");
 
@@ -156,43 +227,12 @@ async fn events_of_other_shapes_are_ignored_not_failed() {
         json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}),
         json!("not an object"),
     ];
-    let report = sweep(&store, &sqs_batch(&events), EpochMillis::now())
+    let report = sweeper
+        .sweep(&sqs_batch(&events), EpochMillis::now())
         .await
         .unwrap();
 
     assert!(report.released.is_empty());
     assert_eq!(report.ignored, events.len());
     assert_eq!(owner_of(&lock).await, Some(running));
-}
-
-#[test]
-fn the_real_binary_releases_an_aborted_executions_locks() {
-    let ended = unique("arn:aws:states:us-east-1:123456789012:execution:locked:binary");
-    let lock = unique("binary-sweep");
-    invoke(
-        "acquire-lock",
-        json!({"lockName": lock, "owner": ended}).to_string(),
-    )
-    .ok();
-
-    let report = invoke(
-        "release-execution-locks",
-        sqs_batch(&[status_change(&ended, "ABORTED")]).to_string(),
-    )
-    .ok();
-
-    assert_eq!(
-        report["released"],
-        json!([{"lockName": lock, "owner": ended}])
-    );
-    assert_eq!(report["ignored"], 0);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let item = runtime
-        .block_on(async { get_item(&client().await, &lock).await })
-        .unwrap();
-    assert!(!item.contains_key("owner"));
-    assert!(matches!(
-        item.get("fencingToken"),
-        Some(AttributeValue::N(_))
-    ));
 }

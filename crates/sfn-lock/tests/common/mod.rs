@@ -2,6 +2,10 @@
 //! `scripts/local-stack.sh` (run them with `make test`).
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+pub mod lossy_proxy;
+
+pub mod sfn;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

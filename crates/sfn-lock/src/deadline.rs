@@ -1,0 +1,72 @@
+//! Every store call of an invocation ends before the invocation's own deadline.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tracing::warn;
+
+use crate::error::LockError;
+
+/// Time kept back from the invocation's deadline to answer in.
+const ANSWER_MARGIN: Duration = Duration::from_millis(500);
+
+/// Runs `work` but answers `LockStoreUnavailable` before the Lambda timeout
+/// would: the SDK's timeouts times its attempts (times acquire's rounds) may
+/// exceed the function's `Timeout`, and a timed-out function gives Step
+/// Functions `Lambda.Unknown`, which says nothing about the lock. A write cut
+/// short may have landed: the caller treats this answer as "maybe", as it
+/// treats every `LockStoreUnavailable` (a retry by the same owner is safe).
+pub(crate) async fn within_deadline<T>(
+    context: &lambda_runtime::Context,
+    work: impl std::future::Future<Output = Result<T, LockError>>,
+) -> Result<T, LockError> {
+    let deadline = UNIX_EPOCH + Duration::from_millis(context.deadline);
+    // A deadline already past is none we can keep (`cargo lambda watch` sends a
+    // duration, not an instant): run unbounded, as without this guard.
+    let Ok(remaining) = deadline.duration_since(SystemTime::now()) else {
+        return work.await;
+    };
+    let budget = remaining.saturating_sub(ANSWER_MARGIN);
+    match tokio::time::timeout(budget, work).await {
+        Ok(result) => result,
+        Err(_) => {
+            warn!(
+                budget_ms = budget.as_millis(),
+                "gave up before the function's own timeout"
+            );
+            Err(LockError::StoreUnavailable {
+                detail: "the store did not answer within the function's time budget".into(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context_with_deadline(deadline: SystemTime) -> lambda_runtime::Context {
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = deadline
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        context
+    }
+
+    #[tokio::test]
+    async fn a_store_call_gives_up_before_the_invocation_deadline() {
+        let soon = context_with_deadline(SystemTime::now() + Duration::from_millis(600));
+        let hung = within_deadline(&soon, std::future::pending::<Result<(), LockError>>()).await;
+        assert!(
+            matches!(hung, Err(LockError::StoreUnavailable { .. })),
+            "{hung:?}"
+        );
+        let answered = within_deadline(&soon, async { Ok::<_, LockError>(7) }).await;
+        assert_eq!(answered, Ok(7));
+        // A deadline in the past (cargo lambda watch sends 600000) bounds nothing.
+        let past = context_with_deadline(UNIX_EPOCH + Duration::from_millis(600_000));
+        assert_eq!(
+            within_deadline(&past, async { Ok::<_, LockError>(8) }).await,
+            Ok(8)
+        );
+    }
+}
