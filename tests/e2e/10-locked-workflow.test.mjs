@@ -27,8 +27,12 @@ import {
 before(warmUp);
 after(closeClients);
 
-/** The lease every scenario asks for: ExecutionTimeoutSeconds + LeaseMarginSeconds. */
-const LEASE_SECONDS = TEST_SUBSTITUTIONS.ExecutionTimeoutSeconds + TEST_SUBSTITUTIONS.LeaseMarginSeconds;
+/** The lease every scenario asks for: ExecutionTimeoutSeconds + WorkloadMaxRunSeconds + LeaseMarginSeconds. */
+const LEASE_SECONDS =
+  TEST_SUBSTITUTIONS.ExecutionTimeoutSeconds + TEST_SUBSTITUTIONS.WorkloadMaxRunSeconds + TEST_SUBSTITUTIONS.LeaseMarginSeconds;
+
+/** The state that holds the lock after an error that can leave the workload running. */
+const WAIT_FOR_WORKLOAD = 'Wait For Timed-Out Workload To Stop';
 
 /** A function error as Lambda reports it: errorType names it, the payload is the Cause. */
 function functionError(errorType, errorMessage) {
@@ -69,7 +73,7 @@ describe('locked workflow', () => {
     assert.equal(run.record.acquireAttempts.length, 1);
     assert.deepEqual(Object.keys(attempt.payload).sort(), ['leaseSeconds', 'lockName', 'maxWaitSeconds', 'owner', 'waitStartedAt']);
     assert.equal(attempt.payload.owner, run.executionArn);
-    assert.equal(attempt.payload.leaseSeconds, LEASE_SECONDS, 'lease = execution timeout + margin, added in the ASL');
+    assert.equal(attempt.payload.leaseSeconds, LEASE_SECONDS, 'lease = execution timeout + workload max run + margin, added in the ASL');
     assert.equal(attempt.payload.maxWaitSeconds, TEST_SUBSTITUTIONS.MaxWaitSeconds);
     assert.ok(!Number.isNaN(Date.parse(attempt.payload.waitStartedAt)), 'waitStartedAt is $$.Execution.StartTime');
     assert.equal(attempt.result.outcome, 'granted');
@@ -120,20 +124,141 @@ describe('locked workflow', () => {
     await assertReleasedAt(lockName, run.record.lease.fencingToken);
   });
 
-  test('a workload task exceeds its own TimeoutSeconds: released, fails with States.Timeout', async () => {
+  test('a workload task exceeds its own TimeoutSeconds: the lock stays held through the Wait for the workload, then is released; fails with States.Timeout', async () => {
     const lockName = uniqueLockName('task-timeout');
-    const run = await runExecution(definitionFor(lockName, { WorkloadTimeoutSeconds: 1 }), { job: 'hang' }, {
+    const started = startExecution(definitionFor(lockName, { WorkloadTimeoutSeconds: 1 }), { job: 'hang' }, {
       scenario: 'task-timeout',
-      // Never answers: only the Task's TimeoutSeconds can end it.
+      // Never answers: only the Task's TimeoutSeconds can end the state, and Step
+      // Functions would leave the function running.
       workload: () => new Promise(() => {}),
     });
 
+    await started.record.waitFor((record) => record.enteredStates.includes(WAIT_FOR_WORKLOAD), `entering ${WAIT_FOR_WORKLOAD}`);
+    const lockDuringWait = await readLock(lockName);
+    assert.deepEqual(started.record.releases, [], 'nothing released before or while the lock was read');
+    assert.equal(lockDuringWait.owner, started.executionArn, 'after States.Timeout the timed-out execution still holds the lock');
+
+    const run = await started.outcome;
     assert.equal(run.status, 'FAILED', JSON.stringify(run));
     assert.equal(run.error, 'States.Timeout');
-    assert.ok(run.record.enteredStates.includes('Release Lock After Failure'));
-    assert.equal(run.record.workloadCalls[0].exitedAt, undefined, 'the workload never answered');
-    assert.deepEqual(run.record.releases.map((release) => release.result.outcome), ['released']);
-    await assertReleasedAt(lockName, run.record.lease.fencingToken);
+    const states = started.record.enteredStates;
+    assert.deepEqual(states.slice(0, 6), [
+      'Acquire Lock',
+      'Run Workload Under Lock',
+      'Run Workload',
+      WAIT_FOR_WORKLOAD,
+      'Release Lock After Failure',
+      'Check Whether Error Has Cause',
+    ]);
+    assert.match(states.at(-1), /^Fail With Original Error/);
+    assert.equal(started.record.workloadCalls[0].exitedAt, undefined, 'the workload never answered');
+    assert.deepEqual(started.record.releases.map((release) => [release.state, release.result.outcome]), [
+      ['Release Lock After Failure', 'released'],
+    ]);
+    await assertReleasedAt(lockName, started.record.lease.fencingToken);
+  });
+
+  test('a timed-out workload keeps running: the next execution of the lock starts its workload only after that one returned', async () => {
+    const lockName = uniqueLockName('timed-out-still-running');
+    // Two executions call the lock functions at once: have two instances of each
+    // binary up, so that a cold start does not stand in for the lock's ordering.
+    await warmUp(2);
+    // WorkloadMaxRunSeconds stays the test value (4 s): the Wait really waits.
+    const definition = definitionFor(lockName, { WorkloadTimeoutSeconds: 1 });
+    const first = startExecution(definition, { job: 'slow' }, {
+      scenario: 'timed-out-still-running-first',
+      // Outlives its Task's TimeoutSeconds (1 s) and returns later, as a Lambda
+      // invocation does after Step Functions gave up on it; exitedAt records when.
+      workload: async (payload) => {
+        await sleep(3000);
+        return { finished: payload.job };
+      },
+    });
+    await first.record.waitFor((record) => record.workloadCalls.length === 1, 'the first workload to start');
+
+    const second = startExecution(definition, { job: 'next' }, {
+      scenario: 'timed-out-still-running-second',
+      workload: (payload) => ({ done: payload.job }),
+      // Fewer refused attempts while it waits; still far below the first's hold.
+      retryIntervalOverrides: { 'Acquire Lock': [100, 20] },
+    });
+    await second.record.waitFor(
+      (record) => record.errorsOf(record.acquireAttempts).includes('LockUnavailable'),
+      'the second execution to find the lock held',
+    );
+
+    const [firstOutcome, secondOutcome] = await Promise.all([first.outcome, second.outcome]);
+    await first.record.waitFor((record) => record.workloadCalls[0].exitedAt !== undefined, 'the first workload to return');
+
+    const [firstCall] = first.record.workloadCalls;
+    const [secondCall] = second.record.workloadCalls;
+    assert.ok(
+      secondCall.enteredAt >= firstCall.exitedAt,
+      `the second workload started ${Math.round(firstCall.exitedAt - secondCall.enteredAt)} ms before the timed-out first one returned`,
+    );
+    assert.ok(secondCall.fencingToken > firstCall.fencingToken, 'a new grant, with a larger fencing token');
+
+    assert.equal(firstOutcome.status, 'FAILED', JSON.stringify(firstOutcome));
+    assert.equal(firstOutcome.error, 'States.Timeout');
+    assert.ok(first.record.enteredStates.includes(WAIT_FOR_WORKLOAD));
+    assert.equal(secondOutcome.status, 'SUCCEEDED', JSON.stringify(secondOutcome));
+    assert.deepEqual(secondOutcome.output, { done: 'next' });
+    await assertReleasedAt(lockName, secondCall.fencingToken);
+  });
+
+  test('a Lambda service error of the workload invoke (it may have started): held through the Wait, then released; fails with that error', async () => {
+    const lockName = uniqueLockName('workload-service-error');
+    const failure = namedError('Lambda.ServiceException', 'simulated: Lambda answered 500, the function may be running');
+    const started = startExecution(definitionFor(lockName), { job: 'maybe-started' }, {
+      scenario: 'workload-service-error',
+      workload: () => {
+        throw failure;
+      },
+    });
+
+    await started.record.waitFor((record) => record.enteredStates.includes(WAIT_FOR_WORKLOAD), `entering ${WAIT_FOR_WORKLOAD}`);
+    const lockDuringWait = await readLock(lockName);
+    assert.deepEqual(started.record.releases, []);
+    assert.equal(lockDuringWait.owner, started.executionArn);
+
+    const run = await started.outcome;
+    assert.equal(run.status, 'FAILED', JSON.stringify(run));
+    assert.equal(run.error, 'Lambda.ServiceException');
+    assert.equal(run.cause, failure.message);
+    assert.equal(started.record.workloadCalls.length, 4, 'the Task retried the invoke three times first');
+    assert.deepEqual(started.record.releases.map((release) => [release.state, release.result.outcome]), [
+      ['Release Lock After Failure', 'released'],
+    ]);
+    await assertReleasedAt(lockName, started.record.lease.fencingToken);
+  });
+
+  describe('the workload function ended with an error, or Lambda killed it: released at once, no Wait', () => {
+    for (const errorType of ['WorkloadExploded', 'Lambda.Unknown', 'Sandbox.Timedout', 'Runtime.OutOfMemory']) {
+      test(errorType, async () => {
+        const lockName = uniqueLockName(`ended-${errorType}`);
+        const failure = functionError(errorType, 'simulated: the function has ended');
+        const run = await runExecution(definitionFor(lockName), {}, {
+          scenario: `ended-${errorType}`,
+          workload: () => {
+            throw failure;
+          },
+        });
+
+        assert.equal(run.status, 'FAILED', JSON.stringify(run));
+        assert.equal(run.error, errorType);
+        assert.equal(run.cause, failure.message);
+        assert.deepEqual(run.record.enteredStates, [
+          'Acquire Lock',
+          'Run Workload Under Lock',
+          'Run Workload',
+          'Release Lock After Failure',
+          'Check Whether Error Has Cause',
+          'Fail With Original Error',
+        ]);
+        assert.deepEqual(run.record.releases.map((release) => release.result.outcome), ['released']);
+        await assertReleasedAt(lockName, run.record.lease.fencingToken);
+      });
+    }
   });
 
   test('contended: the execution retries while another owner holds the lock, then acquires when it is released', async () => {
@@ -311,5 +436,70 @@ describe('locked workflow', () => {
     assert.equal((await readLock(lockName)).owner, run.executionArn, 'left to its lease');
 
     await releaseAs(run.executionArn, lockName);
+  });
+
+  // How Step Functions reports a lock function that timed out, ran out of memory or
+  // crashed (its write may have landed), and an invoke whose answer never came.
+  describe('a lock function times out or runs out of memory: retried, and caught with a release', () => {
+    const KILLED = ['Sandbox.Timedout', 'Lambda.Unknown', 'Runtime.OutOfMemory', 'Runtime.ExitError', 'Lambda.ClientExecutionTimeoutException'];
+    const killed = (errorType) => functionError(errorType, 'simulated: the write landed, then the function was killed');
+
+    for (const errorType of KILLED) {
+      test(`Acquire Lock ${errorType} once: retried, the landed grant is renewed, the run succeeds`, async () => {
+        const lockName = uniqueLockName(`acquire-killed-once-${errorType}`);
+        const run = await runExecution(definitionFor(lockName), { job: 'after-retry' }, {
+          scenario: `acquire-killed-once-${errorType}`,
+          workload: (payload) => ({ done: payload.job }),
+          afterAcquire: (attempt) => {
+            if (attempt === 1) throw killed(errorType);
+          },
+        });
+
+        assert.equal(run.status, 'SUCCEEDED', JSON.stringify(run));
+        assert.deepEqual(run.output, { done: 'after-retry' });
+        const attempts = run.record.acquireAttempts;
+        assert.deepEqual(attempts.map((attempt) => attempt.error ?? attempt.result.outcome), [errorType, 'renewed']);
+        assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Release Lock']);
+        await assertReleasedAt(lockName, attempts[1].result.fencingToken);
+      });
+
+      test(`Acquire Lock ${errorType} every time: the landed grant is released, the execution fails with ${errorType}`, async () => {
+        const lockName = uniqueLockName(`acquire-killed-${errorType}`);
+        const run = await runExecution(definitionFor(lockName), {}, {
+          scenario: `acquire-killed-${errorType}`,
+          afterAcquire: () => {
+            throw killed(errorType);
+          },
+        });
+
+        assert.equal(run.status, 'FAILED', JSON.stringify(run));
+        assert.equal(run.error, errorType);
+        assert.equal(run.record.acquireAttempts.length, 7, 'the first attempt and six retries');
+        assert.equal(run.record.workloadCalls.length, 0);
+        assert.deepEqual(run.record.releases.map((release) => [release.state, release.result?.outcome]), [
+          ['Release Lock After Failure', 'released'],
+        ]);
+        assert.equal((await readLock(lockName)).held, false);
+      });
+
+      test(`Release Lock ${errorType} after the release landed: retried (not_held), the run succeeds normally`, async () => {
+        const lockName = uniqueLockName(`release-killed-${errorType}`);
+        const run = await runExecution(definitionFor(lockName), { job: 'done' }, {
+          scenario: `release-killed-${errorType}`,
+          workload: (payload) => ({ result: payload.job }),
+          beforeRelease: async (state, attempt, record) => {
+            if (attempt > 1) return;
+            await releaseAs(record.executionArn, lockName); // the write lands...
+            throw killed(errorType); // ...and the function is killed before it answers
+          },
+        });
+
+        assert.equal(run.status, 'SUCCEEDED', JSON.stringify(run));
+        assert.deepEqual(run.output, { result: 'done' });
+        assert.equal(run.record.enteredStates.at(-1), 'Release Lock', 'not Succeed And Leave Lock To Cleanup');
+        assert.deepEqual(run.record.releases.map((release) => release.error ?? release.result.outcome), [errorType, 'not_held']);
+        await assertReleasedAt(lockName, run.record.lease.fencingToken);
+      });
+    }
   });
 });

@@ -17,11 +17,11 @@
 // child runs) and the interpreter's event log, so tests can observe an execution
 // (e.g. "it has retried twice") instead of sleeping.
 
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
-import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   ExecutionAbortedError,
   ExecutionError,
@@ -73,6 +73,12 @@ const BINARY_BY_FUNCTION_ARN = Object.freeze({
 });
 
 /**
+ * What template.yaml substitutes for ${LockResultPath}, by PassLockToWorkload: the raw
+ * JSON text of Acquire Lock's ResultPath (null, or the key the workload finds its lock in).
+ */
+export const LOCK_RESULT_PATH = Object.freeze({ off: 'null', on: '"$.sfnLock"' });
+
+/**
  * Test values for every DefinitionSubstitutions placeholder. Timeouts are small so that
  * a stuck run fails fast; the lock name is always replaced per scenario.
  */
@@ -86,6 +92,11 @@ export const TEST_SUBSTITUTIONS = Object.freeze({
   LeaseMarginSeconds: 30,
   MaxWaitSeconds: 45,
   WorkloadTimeoutSeconds: 5,
+  // The Wait after a workload that may still run (States.Timeout, ...) really waits
+  // this long unless a scenario passes waitTimeOverrides: short, but not skipped.
+  WorkloadMaxRunSeconds: 4,
+  // PassLockToWorkload=false: the Acquire Lock result is discarded (template.yaml's !If).
+  LockResultPath: LOCK_RESULT_PATH.off,
 });
 
 const PLACEHOLDER = /\$\{([A-Za-z0-9_]+)\}/g;
@@ -102,11 +113,32 @@ export function placeholdersIn(file) {
  */
 export function loadDefinition(file, values) {
   const text = readFileSync(new URL(file, STATE_MACHINE_DIR), 'utf8');
+  return substituteDefinition(text, values, file);
+}
+
+/** loadDefinition for definition text from anywhere (e.g. the README's recipe). */
+export function substituteDefinition(text, values, where = 'definition') {
   const substituted = text.replace(PLACEHOLDER, (whole, name) => {
-    if (!(name in values)) throw new Error(`${file}: no value for ${whole}`);
+    if (!(name in values)) throw new Error(`${where}: no value for ${whole}`);
     return String(values[name]);
   });
   return JSON.parse(substituted);
+}
+
+export const README = new URL('../../README.md', import.meta.url);
+
+/**
+ * The ASL of the README's recipe for adding the lock to a state machine by hand: the one
+ * fenced json block between the `<!-- recipe:begin -->` and `<!-- recipe:end -->` lines,
+ * as text, placeholders unsubstituted.
+ */
+export function readmeRecipe() {
+  const text = readFileSync(README, 'utf8');
+  const section = /^<!-- recipe:begin -->\n([\s\S]*?)^<!-- recipe:end -->$/m.exec(text);
+  if (!section) throw new Error('README.md: no <!-- recipe:begin --> ... <!-- recipe:end --> section');
+  const blocks = [...section[1].matchAll(/^```json\n([\s\S]*?)^```$/gm)];
+  if (blocks.length !== 1) throw new Error(`README.md: the recipe section has ${blocks.length} json blocks, not 1`);
+  return blocks[0][1];
 }
 
 /** locked-workflow.asl.json with the test substitutions, on `lockName`. */
@@ -178,6 +210,8 @@ function invokeResult(payload) {
  * Releasing a lock nobody holds changes nothing and answers not_held.
  */
 export async function warmUp(instances = 1) {
+  // node:test's before(warmUp) passes its context object here: warm one instance then.
+  const count = Number.isInteger(instances) && instances > 0 ? instances : 1;
   const lockName = uniqueLockName('warm-up');
   const once = async () => {
     await invokeFunction('release-lock', { lockName, owner: 'warm-up' });
@@ -189,7 +223,7 @@ export async function warmUp(instances = 1) {
     }
   };
   // Concurrent calls make `cargo lambda watch` start that many instances of each binary.
-  await Promise.all(Array.from({ length: instances }, once));
+  await Promise.all(Array.from({ length: count }, once));
 }
 
 /** Acquires a lock outside any state machine, as another owner would. */
@@ -237,6 +271,23 @@ export async function readLock(lockName) {
     acquiredAt: number('acquiredAt'),
     expiresAt: number('expiresAt'),
   };
+}
+
+/**
+ * Makes a held lock's lease end in the past, directly in the table (as if its holder had
+ * stalled past its lease), so that another owner can take it over. Changes nothing else.
+ */
+export async function expireLock(lockName, millisecondsAgo = 1000) {
+  await dynamodbClient().send(
+    new UpdateItemCommand({
+      TableName: stackEnv().table,
+      Key: { lockName: { S: lockName } },
+      UpdateExpression: 'SET #expiresAt = :past',
+      ConditionExpression: 'attribute_exists(#owner)',
+      ExpressionAttributeNames: { '#expiresAt': 'expiresAt', '#owner': 'owner' },
+      ExpressionAttributeValues: { ':past': { N: String(Date.now() - millisecondsAgo) } },
+    }),
+  );
 }
 
 /** Lets the process exit once the tests are done with the table. */
@@ -351,6 +402,10 @@ async function outcomeOf(result) {
  *                               (a lost response).
  *   beforeRelease(state, attempt, record)  awaited before each real release-lock call
  *                               from `state`; may throw to make that release fail.
+ *   retryIntervalOverrides      per state, merged over FAST_RETRIES.
+ *   waitTimeOverrides           { [Wait state name]: milliseconds }; Wait states not
+ *                               named here wait their real Seconds.
+ *   redriveCount                $$.Execution.RedriveCount (default 0, a first run).
  */
 export function startExecution(definition, input, options = {}) {
   const stateMachineName = options.stateMachineName ?? 'sfn-lock-e2e';
@@ -409,13 +464,20 @@ export function startExecution(definition, input, options = {}) {
     }
   };
 
-  const runChild = (parameters) => runChildExecution(parameters, options.child, record);
+  const context = {
+    // RedriveCount: 0 for a first run, as in Step Functions' context object.
+    Execution: { Id: executionArn, Name: name, RedriveCount: options.redriveCount ?? 0 },
+    StateMachine: { Id: stateMachineArn(stateMachineName), Name: stateMachineName },
+  };
+  const runChild = async (parameters) => {
+    // The child's name as Step Functions computes it (see correctedStatesHash).
+    const nameExpression = definition.States?.['Run Target State Machine']?.Parameters?.['Name.$'];
+    const childName = nameExpression === undefined ? undefined : await correctedStatesHash(nameExpression, context);
+    return runChildExecution({ ...parameters, ...(childName !== undefined && { Name: childName }) }, options.child, record);
+  };
 
   const execution = stateMachineFor(definition).run(input, {
-    context: {
-      Execution: { Id: executionArn, Name: name },
-      StateMachine: { Id: stateMachineArn(stateMachineName), Name: stateMachineName },
-    },
+    context,
     overrides: {
       taskResourceLocalHandlers: {
         'Acquire Lock': lambdaInvoke('Acquire Lock'),
@@ -425,6 +487,7 @@ export function startExecution(definition, input, options = {}) {
         'Run Target State Machine': runChild,
       },
       retryIntervalOverrides: { ...FAST_RETRIES, ...options.retryIntervalOverrides },
+      ...(options.waitTimeOverrides && { waitTimeOverrides: options.waitTimeOverrides }),
     },
   });
 
@@ -452,6 +515,48 @@ export async function runExecution(definition, input, options = {}) {
 // ---------------------------------------------------------------------------
 // startExecution.sync:2
 
+/** Evaluates an intrinsic-function expression in aws-local-stepfunctions, with `context`. */
+async function evaluateIntrinsic(expression, context) {
+  const machine = new StateMachine({ StartAt: 'E', States: { E: { Type: 'Pass', Parameters: { 'v.$': expression }, End: true } } });
+  return (await machine.run({}, { context }).result).v;
+}
+
+/**
+ * aws-local-stepfunctions 3.0.0 computes States.Hash(..., 'SHA-256') wrongly for inputs
+ * of 56 bytes or more (its compression loop reads every block after the first at the
+ * wrong offset: `getUint32(i + t * 4)` with i counting words), and an execution ARN is
+ * longer than that. Step Functions computes the standard digest (lowercase hex), which is
+ * what release-execution-locks recomputes to find the child. So each
+ * States.Hash(arg, 'SHA-256') in `expression` is replaced by the literal digest of its
+ * argument (evaluated by the interpreter), and the rest is evaluated by the interpreter.
+ */
+export async function correctedStatesHash(expression, context) {
+  const call = "States.Hash(";
+  let rewritten = '';
+  let rest = expression;
+  for (let at = rest.indexOf(call); at !== -1; at = rest.indexOf(call)) {
+    let depth = 0;
+    let end = at + call.length;
+    let quoted = false;
+    for (; end < rest.length; end += 1) {
+      const c = rest[end];
+      if (c === "'" && rest[end - 1] !== '\\') quoted = !quoted;
+      if (quoted) continue;
+      if (c === '(') depth += 1;
+      if (c === ')' && depth-- === 0) break;
+    }
+    const args = rest.slice(at + call.length, end);
+    const algorithm = /,\s*'SHA-256'\s*$/.exec(args);
+    if (!algorithm) throw new Error(`correctedStatesHash: only SHA-256 with a literal name: ${expression}`);
+    const value = await evaluateIntrinsic(args.slice(0, algorithm.index).trim(), context);
+    const digest = createHash('sha256').update(String(value), 'utf8').digest('hex');
+    rewritten += `${rest.slice(0, at)}'${digest}'`;
+    rest = rest.slice(end + 1);
+  }
+  rewritten += rest;
+  return rewritten.startsWith('States.') ? evaluateIntrinsic(rewritten, context) : rewritten;
+}
+
 /**
  * What Step Functions does for arn:aws:states:::states:startExecution.sync:2: start the
  * target, wait for it to end, answer with its DescribeExecution, Input and Output parsed
@@ -465,7 +570,9 @@ async function runChildExecution(parameters, child, record) {
   if (targetArn !== ARNS.target) {
     throw namedError('StepFunctions.StateMachineDoesNotExistException', `State Machine Does Not Exist: '${targetArn}'`);
   }
-  const name = randomUUID();
+  // The Name the state gives (attach-existing derives it from the parent's ARN), else a
+  // random one, as StartExecution picks when none is given.
+  const name = parameters.Name ?? randomUUID();
   const targetName = targetArn.split(':').pop();
   const childArn = `arn:aws:states:${REGION}:${ACCOUNT}:execution:${targetName}:${name}`;
   const startDate = Date.now();

@@ -21,6 +21,8 @@ const LOCK_PLACEHOLDERS = [
   'ExecutionTimeoutSeconds',
   'LeaseMarginSeconds',
   'MaxWaitSeconds',
+  'WorkloadMaxRunSeconds',
+  'LockResultPath',
 ];
 
 /** Each definition and the placeholders template.yaml must supply for it. */
@@ -40,6 +42,8 @@ export const PLAUSIBLE_SUBSTITUTIONS = Object.freeze({
   LeaseMarginSeconds: 300,
   MaxWaitSeconds: 1800,
   WorkloadTimeoutSeconds: 900,
+  WorkloadMaxRunSeconds: 900,
+  LockResultPath: '"$.sfnLock"',
 });
 
 /** Returns a list of problems, empty when every definition is valid. */
@@ -53,15 +57,18 @@ export function validateAll() {
     for (const name of used.filter((name) => !expected.includes(name))) {
       problems.push(`${file}: placeholder \${${name}} is not one its substitutions supply`);
     }
-    let definition;
-    try {
-      definition = loadDefinition(file, PLAUSIBLE_SUBSTITUTIONS);
-    } catch (error) {
-      problems.push(`${file}: ${error.message}`);
-      continue;
+    // Both values of ${LockResultPath} (PassLockToWorkload true and false).
+    for (const lockResultPath of ['"$.sfnLock"', 'null']) {
+      let definition;
+      try {
+        definition = loadDefinition(file, { ...PLAUSIBLE_SUBSTITUTIONS, LockResultPath: lockResultPath });
+      } catch (error) {
+        problems.push(`${file}: ${error.message}`);
+        continue;
+      }
+      const { isValid, errorsText } = aslValidator(definition, { checkArn: true, checkPaths: true });
+      if (!isValid) problems.push(`${file} (LockResultPath ${lockResultPath}): asl-validator: ${errorsText('; ')}`);
     }
-    const { isValid, errorsText } = aslValidator(definition, { checkArn: true, checkPaths: true });
-    if (!isValid) problems.push(`${file}: asl-validator: ${errorsText('; ')}`);
   }
   return problems;
 }

@@ -11,9 +11,16 @@
 # 4. iam_wildcards --self-test      the wildcard check rejects bad policies
 # 5. iam_wildcards                  no '*' in any function's or state machine's policy
 # 6. asl_substitutions --self-test  the ASL check rejects bad definitions
-# 7. cleanup_delay (+ self-test)  the sweep's delay outlasts the acquire timeout
-# 8. asl_substitutions              ${...} in statemachine/*.asl.json match
+# 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
+#                                   function's timeout, WorkloadMaxRunSeconds, the lease
+#                                   formula and its maximum, the cleanup delay
+# 8. sweep_wiring (+ self-test)     per-record failures, no execution data in the queue,
+#                                   the sweep's settings and permissions
+# 9. asl_substitutions              ${...} in statemachine/*.asl.json match
 #                                   DefinitionSubstitutions; asl-validator passes
+# 9. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
+#                                   and the deploy-time check keeps it in this stack's
+#                                   account and Region
 set -uo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -58,10 +65,14 @@ step "sam validate --lint" "$LINT_VENV/bin/sam" validate --lint --region us-east
 step "checkov" checkov_scan
 step "iam wildcards self-test" "$PY" "$HERE/iam_wildcards.py" --self-test
 step "iam wildcards" "$PY" "$HERE/iam_wildcards.py" template.yaml
-step "cleanup delay self-test" "$PY" "$HERE/cleanup_delay.py" --self-test
-step "cleanup delay" "$PY" "$HERE/cleanup_delay.py" template.yaml
+step "parameter orderings self-test" "$PY" "$HERE/parameter_orderings.py" --self-test
+step "parameter orderings" "$PY" "$HERE/parameter_orderings.py" template.yaml
+step "sweep wiring self-test" "$PY" "$HERE/sweep_wiring.py" --self-test
+step "sweep wiring" "$PY" "$HERE/sweep_wiring.py" template.yaml
 step "asl substitutions self-test" "$PY" "$HERE/asl_substitutions.py" --self-test
 step "asl substitutions" "$PY" "$HERE/asl_substitutions.py" template.yaml
+step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --self-test
+step "target state machine" "$PY" "$HERE/target_state_machine.py" template.yaml
 
 for name in "${failures[@]}"; do
     echo "failed: $name"

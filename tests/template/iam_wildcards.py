@@ -131,6 +131,8 @@ class Checker:
         if key == "Fn::Sub":
             text, variables = (arg, {}) if isinstance(arg, str) else arg
             return self.substitute(text, variables, where)
+        if key == "Fn::Split" and (parameter := self.execution_arns_of(arg)) is not None:
+            return [f"arn:<partition>:states:<region>:<account>:execution:{self.parameter_marker(parameter, where)}:*"]
         if key in ("Fn::Select", "Fn::Split", "Fn::FindInMap", "Fn::ImportValue", "Fn::GetAZs"):
             # Parts of something else: every string it could select from must be clean.
             for inner in self.walk_leaves(arg, where):
@@ -138,6 +140,27 @@ class Checker:
                     return [inner]
             return [f"<{key[4:]}>"]
         raise Unresolvable(f"{key} in {where}")
+
+    @staticmethod
+    def execution_arns_of(split_arg: Any) -> str | None:
+        """The list parameter P if `split_arg` is exactly the template's rewrite of
+        P's state machine ARNs into their executions' ARNs (execution:NAME:*):
+        Split [",", Sub ["${Arns}:*", {Arns: Join [":*,", Split [",", Join [":execution:",
+        Split [":stateMachine:", Join [",", Ref P]]]]]}]]."""
+        try:
+            delimiter, sub = split_arg
+            text, variables = sub["Fn::Sub"]
+            join_star = variables["Arns"]["Fn::Join"]
+            split_comma = join_star[1]["Fn::Split"]
+            join_exec = split_comma[1]["Fn::Join"]
+            split_sm = join_exec[1]["Fn::Split"]
+            join_list = split_sm[1]["Fn::Join"]
+            shape = (delimiter, text, join_star[0], split_comma[0], join_exec[0], split_sm[0], join_list[0])
+            if shape == (",", "${Arns}:*", ":*,", ",", ":execution:", ":stateMachine:", ","):
+                return join_list[1]["Ref"]
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        return None
 
     def walk_leaves(self, arg: Any, where: str) -> Iterable[str]:
         if isinstance(arg, list):

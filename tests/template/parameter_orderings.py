@@ -1,0 +1,352 @@
+"""The orderings between template.yaml's defaults and ranges that keep the lock safe.
+
+CloudFormation Rules cannot compare numbers, so where the template cannot derive
+one value from another, this check holds the orderings between its defaults and
+ranges (issue 8, part 1; DESIGN.md, "Ends without a release"):
+
+sample-timeout-derived    the sample workload function's Timeout is !Ref
+                          WorkloadTimeoutSeconds: it never runs on after its Task
+                          timed out.
+workload-timeout-range    WorkloadTimeoutSeconds fits one Lambda invocation (1..900)
+                          and its default is below ExecutionTimeoutSeconds' default.
+max-run-covers-workload   WorkloadMaxRunSeconds' default is at least every timeout the
+                          sample function can have, and its range reaches 900 (any
+                          Lambda function's longest run).
+lease-formula             every state machine's definition has TimeoutSeconds =
+                          ${ExecutionTimeoutSeconds} and every leaseSeconds.$ is the
+                          sum ExecutionTimeoutSeconds + WorkloadMaxRunSeconds +
+                          LeaseMarginSeconds (nested States.MathAdd), each substituted
+                          by the parameter of that name.
+max-lease                 the largest possible lease is within the 31536000 s the
+                          acquire function accepts.
+cleanup-delay             CleanupDelaySeconds is the cleanup queue's DelaySeconds,
+                          within SQS's 0..900, and its minimum exceeds the acquire
+                          function's Timeout, so that an acquire in flight when the
+                          execution ended has landed before the sweep looks.
+defaults-in-range         every parameter above has its Default within its range.
+
+Usage: parameter_orderings.py template.yaml | parameter_orderings.py --self-test
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+ACQUIRE_MAX_LEASE_SECONDS = 31_536_000  # acquire-lock's leaseSeconds rule (README)
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
+SQS_MAX_DELAY_SECONDS = 900
+LEASE_TERMS = ["ExecutionTimeoutSeconds", "WorkloadMaxRunSeconds", "LeaseMarginSeconds"]
+CHECKED_PARAMETERS = [*LEASE_TERMS, "WorkloadTimeoutSeconds", "CleanupDelaySeconds"]
+
+Problem = tuple[str, str]  # (rule, message)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _range(template: dict, name: str) -> tuple[float | None, float | None, float | None]:
+    spec = template.get("Parameters", {}).get(name, {}) or {}
+    return _number(spec.get("MinValue")), _number(spec.get("Default")), _number(spec.get("MaxValue"))
+
+
+def _properties(template: dict, resource: str) -> dict:
+    return (template.get("Resources", {}).get(resource, {}) or {}).get("Properties", {}) or {}
+
+
+# -- the lease expression ---------------------------------------------------------------
+_TOKEN = re.compile(r"\s*(States\.MathAdd\(|\$\{[A-Za-z0-9_]+\}|-?\d+|,|\))")
+
+
+def lease_terms(expression: str) -> list[str]:
+    """The summands of a (nested) States.MathAdd expression: placeholder names, or
+    numbers as text. ValueError if it is anything else."""
+    tokens, position = [], 0
+    while position < len(expression.rstrip()):
+        match = _TOKEN.match(expression, position)
+        if not match:
+            raise ValueError(f"cannot read {expression!r} at {position}")
+        tokens.append(match.group(1))
+        position = match.end()
+
+    def parse(i: int) -> tuple[list[str], int]:
+        if i >= len(tokens):
+            raise ValueError(f"{expression!r} ends early")
+        token = tokens[i]
+        if token == "States.MathAdd(":
+            left, i = parse(i + 1)
+            if i >= len(tokens) or tokens[i] != ",":
+                raise ValueError(f"{expression!r}: States.MathAdd needs two arguments")
+            right, i = parse(i + 1)
+            if i >= len(tokens) or tokens[i] != ")":
+                raise ValueError(f"{expression!r}: unclosed States.MathAdd")
+            return left + right, i + 1
+        if token.startswith("${"):
+            return [token[2:-1]], i + 1
+        if re.fullmatch(r"-?\d+", token):
+            return [token], i + 1
+        raise ValueError(f"{expression!r}: unexpected {token!r}")
+
+    terms, end = parse(0)
+    if end != len(tokens):
+        raise ValueError(f"{expression!r}: text after the expression")
+    return terms
+
+
+# -- the rules --------------------------------------------------------------------------
+def sample_timeout_derived(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    timeout = _properties(template, "SampleWorkloadFunction").get("Timeout")
+    if timeout != {"Ref": "WorkloadTimeoutSeconds"}:
+        return [f"SampleWorkloadFunction's Timeout is {timeout!r}, not !Ref WorkloadTimeoutSeconds"]
+    return []
+
+
+def workload_timeout_range(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
+    low, default, high = _range(template, "WorkloadTimeoutSeconds")
+    if low is None or high is None or low < 1 or high > LAMBDA_MAX_TIMEOUT_SECONDS:
+        found.append(f"WorkloadTimeoutSeconds ranges {low}..{high}, not within one Lambda invocation (1..900)")
+    execution_default = _range(template, "ExecutionTimeoutSeconds")[1]
+    if default is None or execution_default is None or default >= execution_default:
+        found.append(f"WorkloadTimeoutSeconds' default {default} is not below ExecutionTimeoutSeconds' default {execution_default}")
+    return found
+
+
+def _sample_timeouts(template: dict) -> float | None:
+    """The longest Timeout the sample function can have."""
+    timeout = _properties(template, "SampleWorkloadFunction").get("Timeout")
+    if isinstance(timeout, dict) and set(timeout) == {"Ref"}:
+        return _range(template, timeout["Ref"])[2]
+    return _number(timeout)
+
+
+def max_run_covers_workload(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
+    _, default, high = _range(template, "WorkloadMaxRunSeconds")
+    longest = _sample_timeouts(template)
+    if default is None or longest is None or default < longest:
+        found.append(f"WorkloadMaxRunSeconds' default {default} is below the sample function's longest timeout {longest}")
+    if high is None or high < LAMBDA_MAX_TIMEOUT_SECONDS:
+        found.append(f"WorkloadMaxRunSeconds cannot reach {LAMBDA_MAX_TIMEOUT_SECONDS} s (MaxValue {high})")
+    return found
+
+
+def _state_machines(template: dict) -> dict[str, dict]:
+    return {
+        name: resource.get("Properties", {}) or {}
+        for name, resource in (template.get("Resources", {}) or {}).items()
+        if resource.get("Type") in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine")
+    }
+
+
+def lease_formula(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
+    machines = _state_machines(template)
+    if not machines:
+        return ["no state machine to check"]
+    for name, properties in machines.items():
+        uri = properties.get("DefinitionUri")
+        try:
+            text = definitions(uri)
+        except (OSError, TypeError) as error:
+            found.append(f"{name}: cannot read its definition {uri!r}: {error}")
+            continue
+        if not re.search(r'"TimeoutSeconds":\s*\$\{ExecutionTimeoutSeconds\}\s*,\s*"StartAt"', text):
+            found.append(f"{name}: {uri}'s own TimeoutSeconds is not ${{ExecutionTimeoutSeconds}}")
+        expressions = re.findall(r'"leaseSeconds\.\$":\s*"([^"]*)"', text)
+        if not expressions:
+            found.append(f"{name}: {uri} passes no leaseSeconds.$")
+        for expression in expressions:
+            try:
+                terms = lease_terms(expression)
+            except ValueError as error:
+                found.append(f"{name}: {uri}: {error}")
+                continue
+            if sorted(terms) != sorted(LEASE_TERMS):
+                found.append(f"{name}: {uri}: lease {expression!r} is not {' + '.join(LEASE_TERMS)}")
+        substitutions = properties.get("DefinitionSubstitutions", {}) or {}
+        for term in LEASE_TERMS:
+            if substitutions.get(term) != {"Ref": term}:
+                found.append(f"{name}: DefinitionSubstitutions {term} is {substitutions.get(term)!r}, not !Ref {term}")
+    return found
+
+
+def max_lease(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    maxima = [_range(template, term)[2] for term in LEASE_TERMS]
+    if any(value is None for value in maxima):
+        return [f"a lease term has no MaxValue: {dict(zip(LEASE_TERMS, maxima))}"]
+    if sum(maxima) > ACQUIRE_MAX_LEASE_SECONDS:
+        return [f"the largest lease is {' + '.join(f'{v:.0f}' for v in maxima)} = {sum(maxima):.0f} s, above the acquire function's {ACQUIRE_MAX_LEASE_SECONDS}"]
+    return []
+
+
+def cleanup_delay(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
+    low, _, high = _range(template, "CleanupDelaySeconds")
+    if low is None or high is None or low < 0 or high > SQS_MAX_DELAY_SECONDS:
+        found.append(f"CleanupDelaySeconds ranges {low}..{high}, outside SQS's 0..{SQS_MAX_DELAY_SECONDS}")
+    timeout = _number(_properties(template, "AcquireLockFunction").get("Timeout"))
+    if low is None or timeout is None or low <= timeout:
+        found.append(f"CleanupDelaySeconds may be {low} s, not longer than the acquire function's {timeout} s timeout")
+    queue_delay = _properties(template, "CleanupQueue").get("DelaySeconds")
+    if queue_delay != {"Ref": "CleanupDelaySeconds"}:
+        found.append(f"the cleanup queue's DelaySeconds is {queue_delay!r}, not CleanupDelaySeconds")
+    return found
+
+
+def defaults_in_range(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
+    for name in CHECKED_PARAMETERS:
+        low, default, high = _range(template, name)
+        if None in (low, default, high) or not low <= default <= high:
+            found.append(f"{name}: Default {default} is not within {low}..{high}")
+    return found
+
+
+RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
+    "sample-timeout-derived": sample_timeout_derived,
+    "workload-timeout-range": workload_timeout_range,
+    "max-run-covers-workload": max_run_covers_workload,
+    "lease-formula": lease_formula,
+    "max-lease": max_lease,
+    "cleanup-delay": cleanup_delay,
+    "defaults-in-range": defaults_in_range,
+}
+
+
+def problems(template: dict, definitions: Callable[[str], str]) -> list[Problem]:
+    return [(rule, message) for rule, check in RULES.items() for message in check(template, definitions)]
+
+
+# -- self-test --------------------------------------------------------------------------
+GOOD_ASL = """{
+  "TimeoutSeconds": ${ExecutionTimeoutSeconds},
+  "StartAt": "Acquire Lock",
+  "States": {"Acquire Lock": {"Type": "Task", "Parameters": {"Payload": {
+    "leaseSeconds.$": "States.MathAdd(States.MathAdd(${ExecutionTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"
+  }}, "End": true}}
+}"""
+_LEASE_SUBSTITUTIONS = {term: {"Ref": term} for term in LEASE_TERMS}
+GOOD_TEMPLATE: dict[str, Any] = {
+    "Parameters": {
+        "ExecutionTimeoutSeconds": {"Type": "Number", "Default": 3600, "MinValue": 60, "MaxValue": 31363200},
+        "LeaseMarginSeconds": {"Type": "Number", "Default": 300, "MinValue": 0, "MaxValue": 86400},
+        "WorkloadTimeoutSeconds": {"Type": "Number", "Default": 300, "MinValue": 1, "MaxValue": 900},
+        "WorkloadMaxRunSeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 86400},
+        "CleanupDelaySeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 900},
+    },
+    "Resources": {
+        "AcquireLockFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 10}},
+        "SampleWorkloadFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": {"Ref": "WorkloadTimeoutSeconds"}}},
+        "CleanupQueue": {"Type": "AWS::SQS::Queue", "Properties": {"DelaySeconds": {"Ref": "CleanupDelaySeconds"}}},
+        "Locked": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "locked.asl.json", "DefinitionSubstitutions": dict(_LEASE_SUBSTITUTIONS)}},
+        "Attached": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "attached.asl.json", "DefinitionSubstitutions": dict(_LEASE_SUBSTITUTIONS)}},
+    },
+}
+
+
+def _broken(change: Callable[[dict], None]) -> dict:
+    template = copy.deepcopy(GOOD_TEMPLATE)
+    change(template)
+    return template
+
+
+def _set(path: str, value: Any) -> Callable[[dict], None]:
+    def change(template: dict) -> None:
+        *parents, last = path.split("/")
+        node = template
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return change
+
+
+def _asl(attached: str) -> Callable[[str], str]:
+    return lambda uri: attached if uri == "attached.asl.json" else GOOD_ASL
+
+
+# rule -> [(label, template, definitions)], each of which that rule must reject.
+SELF_TEST_CASES: dict[str, list[tuple[str, dict, Callable[[str], str]]]] = {
+    "sample-timeout-derived": [
+        ("sample Timeout a fixed 900 (longer than its Task)", _broken(_set("Resources/SampleWorkloadFunction/Properties/Timeout", 900)), _asl(GOOD_ASL)),
+    ],
+    "workload-timeout-range": [
+        ("WorkloadTimeoutSeconds up to 3600", _broken(_set("Parameters/WorkloadTimeoutSeconds/MaxValue", 3600)), _asl(GOOD_ASL)),
+        ("workload default above the execution default", _broken(_set("Parameters/ExecutionTimeoutSeconds/Default", 120)), _asl(GOOD_ASL)),
+    ],
+    "max-run-covers-workload": [
+        ("WorkloadMaxRunSeconds default 300 below a 900 s sample", _broken(_set("Parameters/WorkloadMaxRunSeconds/Default", 300)), _asl(GOOD_ASL)),
+        ("WorkloadMaxRunSeconds capped at 600", _broken(_set("Parameters/WorkloadMaxRunSeconds/MaxValue", 600)), _asl(GOOD_ASL)),
+    ],
+    "lease-formula": [
+        ("attach lease without WorkloadMaxRunSeconds", GOOD_TEMPLATE, _asl(GOOD_ASL.replace(
+            "States.MathAdd(States.MathAdd(${ExecutionTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})",
+            "States.MathAdd(${ExecutionTimeoutSeconds}, ${LeaseMarginSeconds})"))),
+        ("lease term counted twice", GOOD_TEMPLATE, _asl(GOOD_ASL.replace("${LeaseMarginSeconds})", "${ExecutionTimeoutSeconds})"))),
+        ("execution timeout not the lease's", GOOD_TEMPLATE, _asl(GOOD_ASL.replace('"TimeoutSeconds": ${ExecutionTimeoutSeconds}', '"TimeoutSeconds": 99999'))),
+        ("substitution from another parameter", _broken(_set("Resources/Locked/Properties/DefinitionSubstitutions/WorkloadMaxRunSeconds", {"Ref": "WorkloadTimeoutSeconds"})), _asl(GOOD_ASL)),
+    ],
+    "max-lease": [
+        ("ExecutionTimeoutSeconds up to 365 days", _broken(_set("Parameters/ExecutionTimeoutSeconds/MaxValue", 31536000)), _asl(GOOD_ASL)),
+    ],
+    "cleanup-delay": [
+        ("delay minimum 10 s, not above the acquire timeout", _broken(_set("Parameters/CleanupDelaySeconds/MinValue", 10)), _asl(GOOD_ASL)),
+        ("delay up to 3600 s, beyond SQS", _broken(_set("Parameters/CleanupDelaySeconds/MaxValue", 3600)), _asl(GOOD_ASL)),
+        ("queue not delayed by CleanupDelaySeconds", _broken(_set("Resources/CleanupQueue/Properties/DelaySeconds", 0)), _asl(GOOD_ASL)),
+    ],
+    "defaults-in-range": [
+        ("CleanupDelaySeconds default 60 below its minimum 120",
+         _broken(lambda t: t["Parameters"]["CleanupDelaySeconds"].update(Default=60, MinValue=120)), _asl(GOOD_ASL)),
+    ],
+}
+
+
+def self_test() -> int:
+    failures = 0
+    good = problems(GOOD_TEMPLATE, _asl(GOOD_ASL))
+    if good:
+        failures += 1
+        print(f"FAIL rejected the good template: {good}")
+    else:
+        print("ok   accepts the good template")
+    for rule, cases in SELF_TEST_CASES.items():
+        for label, template, definitions in cases:
+            found = [message for found_rule, message in problems(template, definitions) if found_rule == rule]
+            if found:
+                print(f"ok   {rule} rejects {label}: {found[0]}")
+            else:
+                failures += 1
+                print(f"FAIL {rule} did not reject {label}")
+    missing = set(RULES) - set(SELF_TEST_CASES)
+    for rule in sorted(missing):
+        failures += 1
+        print(f"FAIL {rule} has no self-test case")
+    total = 1 + sum(len(cases) for cases in SELF_TEST_CASES.values())
+    print(f"parameter orderings self-test: {total - failures} of {total} as expected")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cfn_template import load
+
+    path = Path(sys.argv[1])
+    found = problems(load(path), lambda uri: (path.parent / uri).read_text())
+    for rule, message in found:
+        print(f"parameter orderings: {rule}: {message}")
+    if not found:
+        print(f"parameter orderings: {path}: {len(RULES)} rules hold")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
