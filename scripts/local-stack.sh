@@ -87,7 +87,7 @@ export SFN_LOCK_LAMBDA_URL="http://127.0.0.1:$lambda_port"
     SWEPT_STATE_MACHINE_ARNS="$machines:sfn-lock-locked,$machines:sfn-lock-attached" \
     ATTACHED_STATE_MACHINE_ARN="$machines:sfn-lock-attached" \
     TARGET_STATE_MACHINE_ARN="$machines:sfn-lock-target" \
-    SWEEP_GRACE_SECONDS=15 CLEANUP_QUEUE_URL="$SFN_LOCK_CLEANUP_QUEUE_URL" \
+    SWEEP_GRACE_SECONDS=600 CLEANUP_QUEUE_URL="$SFN_LOCK_CLEANUP_QUEUE_URL" \
     exec setsid "$venv/bin/cargo-lambda" lambda watch --ignore-changes --concurrency 8 \
     --invoke-address 127.0.0.1 --invoke-port "$lambda_port"
 ) >"$logs/lambda.log" 2>&1 &

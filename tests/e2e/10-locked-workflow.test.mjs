@@ -8,6 +8,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
@@ -206,6 +207,47 @@ describe('locked workflow', () => {
     await assertReleasedAt(lockName, secondCall.fencingToken);
   });
 
+  test('a workload invoke answered with a Lambda service error after the function started: no retry lets the next execution run beside it', async () => {
+    const lockName = uniqueLockName('service-error-still-running');
+    await warmUp(2);
+    const definition = definitionFor(lockName);
+    // The first invocation starts and runs 3 s, but Step Functions gets a 500
+    // for it; any later invocation answers at once.
+    let firstInvocationReturned;
+    const firstInvocation = { ended: undefined };
+    const first = startExecution(definition, { job: 'ambiguous' }, {
+      scenario: 'service-error-still-running-first',
+      workload: (payload, record) => {
+        if (record.workloadCalls.length === 1) {
+          firstInvocationReturned = sleep(3000).then(() => {
+            firstInvocation.ended = performance.now();
+          });
+          throw namedError('Lambda.ServiceException', 'simulated: 500 from Lambda, the function is running');
+        }
+        return { finished: payload.job };
+      },
+    });
+    await first.record.waitFor((record) => record.workloadCalls.length >= 1, 'the first workload to start');
+
+    const second = startExecution(definition, { job: 'next' }, {
+      scenario: 'service-error-still-running-second',
+      workload: (payload) => ({ done: payload.job }),
+      retryIntervalOverrides: { 'Acquire Lock': [100, 20] },
+    });
+    const [firstOutcome, secondOutcome] = await Promise.all([first.outcome, second.outcome]);
+    await firstInvocationReturned;
+
+    const [secondCall] = second.record.workloadCalls;
+    assert.ok(
+      secondCall.enteredAt >= firstInvocation.ended,
+      `the second workload started ${Math.round(firstInvocation.ended - secondCall.enteredAt)} ms before the first invocation returned`,
+    );
+    assert.equal(first.record.workloadCalls.length, 1, 'an invoke that may have started is never retried');
+    assert.equal(firstOutcome.status, 'FAILED', JSON.stringify(firstOutcome));
+    assert.equal(firstOutcome.error, 'Lambda.ServiceException');
+    assert.equal(secondOutcome.status, 'SUCCEEDED', JSON.stringify(secondOutcome));
+  });
+
   test('a Lambda service error of the workload invoke (it may have started): held through the Wait, then released; fails with that error', async () => {
     const lockName = uniqueLockName('workload-service-error');
     const failure = namedError('Lambda.ServiceException', 'simulated: Lambda answered 500, the function may be running');
@@ -225,7 +267,7 @@ describe('locked workflow', () => {
     assert.equal(run.status, 'FAILED', JSON.stringify(run));
     assert.equal(run.error, 'Lambda.ServiceException');
     assert.equal(run.cause, failure.message);
-    assert.equal(started.record.workloadCalls.length, 4, 'the Task retried the invoke three times first');
+    assert.equal(started.record.workloadCalls.length, 1, 'an invoke that may have started is not retried');
     assert.deepEqual(started.record.releases.map((release) => [release.state, release.result.outcome]), [
       ['Release Lock After Failure', 'released'],
     ]);

@@ -16,17 +16,21 @@
 //! meanwhile. An event that comes too early goes back to the queue with a
 //! delay. Each SQS record succeeds or fails alone (`batchItemFailures`).
 
+use std::time::Duration;
+
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::deadline::within;
 use crate::error::LockError;
 use crate::executions::{ExecutionStatus, Executions, Requeue};
 use crate::model::{EpochMillis, Owner, ReleaseOutcome};
 use crate::store::LockStore;
-use crate::sweep_policy::{SweepPolicy, Verdict};
+use crate::sweep_policy::{SweepPolicy, Verdict, LATE_ACQUIRE_SECONDS};
 
 const EXECUTION_STATUS_CHANGE: &str = "Step Functions Execution Status Change";
 const STEP_FUNCTIONS_SOURCE: &str = "aws.states";
@@ -96,9 +100,28 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
     /// direct invocation's failure is the function's error. Every release is
     /// conditional, so a repeat changes nothing.
     pub async fn sweep(&self, event: &Value, now: EpochMillis) -> Result<SweepReport, LockError> {
+        self.sweep_within(event, now, None).await
+    }
+
+    /// [`Sweeper::sweep`] within `budget` (the invocation's remaining time):
+    /// each SQS record gets what is left of it, and the records it cannot
+    /// finish are reported as failures, so the ones already swept are not
+    /// delivered again (an error of the invocation would fail the whole batch).
+    pub async fn sweep_within(
+        &self,
+        event: &Value,
+        now: EpochMillis,
+        budget: Option<Duration>,
+    ) -> Result<SweepReport, LockError> {
+        let deadline = budget.map(|budget| Instant::now() + budget);
+        let remaining =
+            || deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
         let mut report = SweepReport::default();
         if event.get("Records").is_none() {
-            let handled = self.handle(event, now).await?;
+            let handled = match remaining() {
+                Some(left) => within(left, self.handle(event, now)).await?,
+                None => self.handle(event, now).await?,
+            };
             report.record(handled);
             return Ok(report);
         }
@@ -111,10 +134,22 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
             }
         };
         for record in &batch.records {
-            match self.handle_record(record, now).await {
+            // An empty itemIdentifier would fail the whole batch: say so plainly.
+            let message_id = record
+                .message_id
+                .clone()
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| LockError::invalid("messageId", "every SQS record must have one"))?;
+            let result = match remaining() {
+                Some(left) if left.is_zero() => Err(LockError::StoreUnavailable {
+                    detail: "no time left in this invocation".into(),
+                }),
+                Some(left) => within(left, self.handle_record(record, now)).await,
+                None => self.handle_record(record, now).await,
+            };
+            match result {
                 Ok(handled) => report.record(handled),
                 Err(error) => {
-                    let message_id = record.message_id.clone().unwrap_or_default();
                     warn!(message_id, error = %error, "sweep of one record failed; SQS delivers it again");
                     report.batch_item_failures.push(BatchItemFailure {
                         item_identifier: message_id,
@@ -156,7 +191,8 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
         };
         let mut ended_at = facts.stop_date.unwrap_or(now);
         if facts.status == ExecutionStatus::Ended && self.policy.sweeps(&facts.state_machine_arn) {
-            if let Some(child) = self.policy.child_of(execution, &facts) {
+            // One child per run: the first, and one for each redrive.
+            for child in self.policy.children_of(execution, &facts) {
                 ended_at = ended_at.max(self.child_ended_at(execution, &child, now).await?);
             }
         }
@@ -174,9 +210,16 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
                 );
                 Ok(Handled::Deferred(seconds))
             }
-            Verdict::Release => Ok(Handled::Released(
-                release_all(&self.store, &owner, now).await?,
-            )),
+            Verdict::Release => {
+                // Only grants made by the run that ended: if Step Functions
+                // showed us a stale end and the execution, redriven, took the
+                // lock again, that later grant stays its own.
+                let ended = facts.stop_date.unwrap_or(now);
+                let granted_before = ended.plus_seconds(LATE_ACQUIRE_SECONDS);
+                Ok(Handled::Released(
+                    release_all(&self.store, &owner, granted_before, now).await?,
+                ))
+            }
         }
     }
 
@@ -256,11 +299,15 @@ fn ended_execution(event: &Value) -> Option<Owner> {
 async fn release_all<S: LockStore>(
     store: &S,
     owner: &Owner,
+    granted_before: EpochMillis,
     now: EpochMillis,
 ) -> Result<Vec<ReleasedLock>, LockError> {
     let mut released = Vec::new();
     for lock_name in store.locks_held_by(owner).await? {
-        match store.release(&lock_name, owner, now).await? {
+        let outcome = store
+            .release_granted_before(&lock_name, owner, granted_before, now)
+            .await?;
+        match outcome {
             ReleaseOutcome::Released => {
                 info!(lock_name = %lock_name, owner = %owner, "released a lock its ended execution still held");
                 released.push(ReleasedLock {
@@ -271,6 +318,10 @@ async fn release_all<S: LockStore>(
             // The index lags the table: the lock moved on after the query.
             ReleaseOutcome::NotHeld => {
                 info!(lock_name = %lock_name, owner = %owner, "ended execution's lock was already released")
+            }
+            ReleaseOutcome::HeldByOther(holder) if holder.owner == owner.as_str() => {
+                warn!(lock_name = %lock_name, owner = %owner, granted_before = %granted_before,
+                      "kept a grant the execution took after it ended (redriven): its lock is its own")
             }
             ReleaseOutcome::HeldByOther(holder) => {
                 info!(lock_name = %lock_name, owner = %owner, holder = %holder.owner,

@@ -19,13 +19,26 @@ pub(crate) async fn within_deadline<T>(
     context: &lambda_runtime::Context,
     work: impl std::future::Future<Output = Result<T, LockError>>,
 ) -> Result<T, LockError> {
+    match budget(context) {
+        None => work.await,
+        Some(budget) => within(budget, work).await,
+    }
+}
+
+/// How long the invocation may still work, keeping time to answer. `None`
+/// for a deadline already past, which is none we can keep (`cargo lambda
+/// watch` sends a duration, not an instant): the work then runs unbounded.
+pub(crate) fn budget(context: &lambda_runtime::Context) -> Option<Duration> {
     let deadline = UNIX_EPOCH + Duration::from_millis(context.deadline);
-    // A deadline already past is none we can keep (`cargo lambda watch` sends a
-    // duration, not an instant): run unbounded, as without this guard.
-    let Ok(remaining) = deadline.duration_since(SystemTime::now()) else {
-        return work.await;
-    };
-    let budget = remaining.saturating_sub(ANSWER_MARGIN);
+    let remaining = deadline.duration_since(SystemTime::now()).ok()?;
+    Some(remaining.saturating_sub(ANSWER_MARGIN))
+}
+
+/// `work`, or `LockStoreUnavailable` once `budget` has passed.
+pub(crate) async fn within<T>(
+    budget: Duration,
+    work: impl std::future::Future<Output = Result<T, LockError>>,
+) -> Result<T, LockError> {
     match tokio::time::timeout(budget, work).await {
         Ok(result) => result,
         Err(_) => {

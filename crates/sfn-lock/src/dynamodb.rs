@@ -72,6 +72,10 @@ const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt \
 /// whose first attempt landed must not free a grant the owner took since.
 const RELEASE_CONDITION: &str =
     "#owner = :owner AND (attribute_not_exists(#releaseId) OR #releaseId <> :releaseId)";
+/// The same, for the sweep: only a grant made before the execution ended.
+const RELEASE_GRANTED_BEFORE_CONDITION: &str =
+    "#owner = :owner AND (attribute_not_exists(#releaseId) OR #releaseId <> :releaseId) \
+     AND #acquiredAt <= :grantedBefore";
 
 /// A grant or renewal races with other writers only when the lock changes hands
 /// between our two writes; after this many rounds something is badly wrong.
@@ -188,6 +192,67 @@ impl DynamoStore {
         )
         .await
     }
+    /// Release, optionally only of a grant made at or before `granted_before`.
+    async fn release_where(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        granted_before: Option<EpochMillis>,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        // The SDK retries this one request with the same id when an attempt's
+        // answer is lost; the id tells that retry its own landed write apart.
+        let release_id = release_id();
+        let mut values = vec![
+            (":owner", string(owner.as_str())),
+            (":ttl", number(gc_after(now))),
+            (":releaseId", string(&release_id)),
+        ];
+        let condition = match granted_before {
+            None => RELEASE_CONDITION,
+            Some(bound) => {
+                values.push((":grantedBefore", number(bound.0)));
+                RELEASE_GRANTED_BEFORE_CONDITION
+            }
+        };
+        let result = self
+            .conditional_update(
+                lock_name,
+                RELEASE,
+                condition,
+                &[
+                    OWNER,
+                    ACQUIRED_AT,
+                    EXPIRES_AT,
+                    TTL,
+                    RELEASED_BY,
+                    RELEASED_TOKEN,
+                    FENCING_TOKEN,
+                    RELEASE_ID,
+                ],
+                values,
+            )
+            .await;
+        let old_item = match result {
+            Ok(_) => return Ok(ReleaseOutcome::Released),
+            Err(WriteFailure::Store(error)) => return Err(error),
+            Err(WriteFailure::ConditionFailed(None)) => return Ok(ReleaseOutcome::NotHeld),
+            Err(WriteFailure::ConditionFailed(Some(item))) => item,
+        };
+        let landed = old_item
+            .get(RELEASE_ID)
+            .and_then(|value| value.as_s().ok())
+            .is_some_and(|id| *id == release_id);
+        if landed {
+            // An earlier attempt of this very call freed the lock; whoever
+            // holds it now got it afterwards, with no overlap.
+            Ok(ReleaseOutcome::Released)
+        } else if old_item.contains_key(OWNER) {
+            Ok(ReleaseOutcome::HeldByOther(holder_from(Some(&old_item))?))
+        } else {
+            Ok(ReleaseOutcome::NotHeld)
+        }
+    }
 }
 
 impl LockStore for DynamoStore {
@@ -240,50 +305,18 @@ impl LockStore for DynamoStore {
         owner: &Owner,
         now: EpochMillis,
     ) -> Result<ReleaseOutcome, StoreError> {
-        // The SDK retries this one request with the same id when an attempt's
-        // answer is lost; the id tells that retry its own landed write apart.
-        let release_id = release_id();
-        let result = self
-            .conditional_update(
-                lock_name,
-                RELEASE,
-                RELEASE_CONDITION,
-                &[
-                    OWNER,
-                    ACQUIRED_AT,
-                    EXPIRES_AT,
-                    TTL,
-                    RELEASED_BY,
-                    RELEASED_TOKEN,
-                    FENCING_TOKEN,
-                    RELEASE_ID,
-                ],
-                vec![
-                    (":owner", string(owner.as_str())),
-                    (":ttl", number(gc_after(now))),
-                    (":releaseId", string(&release_id)),
-                ],
-            )
-            .await;
-        let old_item = match result {
-            Ok(_) => return Ok(ReleaseOutcome::Released),
-            Err(WriteFailure::Store(error)) => return Err(error),
-            Err(WriteFailure::ConditionFailed(None)) => return Ok(ReleaseOutcome::NotHeld),
-            Err(WriteFailure::ConditionFailed(Some(item))) => item,
-        };
-        let landed = old_item
-            .get(RELEASE_ID)
-            .and_then(|value| value.as_s().ok())
-            .is_some_and(|id| *id == release_id);
-        if landed {
-            // An earlier attempt of this very call freed the lock; whoever
-            // holds it now got it afterwards, with no overlap.
-            Ok(ReleaseOutcome::Released)
-        } else if old_item.contains_key(OWNER) {
-            Ok(ReleaseOutcome::HeldByOther(holder_from(Some(&old_item))?))
-        } else {
-            Ok(ReleaseOutcome::NotHeld)
-        }
+        self.release_where(lock_name, owner, None, now).await
+    }
+
+    async fn release_granted_before(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        granted_before: EpochMillis,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        self.release_where(lock_name, owner, Some(granted_before), now)
+            .await
     }
 
     async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {

@@ -13,7 +13,7 @@ use tracing::warn;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
 use crate::cleanup::{SweepReport, Sweeper};
-use crate::deadline::within_deadline;
+use crate::deadline::{budget, within_deadline};
 use crate::dynamodb::DynamoStore;
 use crate::error::LockError;
 use crate::executions::{SqsRequeue, StepFunctions};
@@ -190,7 +190,10 @@ pub async fn handle_sweep(
     let sweeper = configured(sweeper)?;
     match &event.payload {
         Payload::Json(json) => {
-            Ok(within_deadline(&event.context, sweeper.sweep(json, EpochMillis::now())).await?)
+            // Per record: a batch cut short reports its unfinished records alone.
+            Ok(sweeper
+                .sweep_within(json, EpochMillis::now(), budget(&event.context))
+                .await?)
         }
         Payload::Malformed(error) => {
             warn!(error, "ignored an event that is not valid JSON");

@@ -29,6 +29,18 @@ pub trait LockStore: Send + Sync {
         now: EpochMillis,
     ) -> impl Future<Output = Result<ReleaseOutcome, StoreError>> + Send;
 
+    /// Frees the lock if `owner` holds it under a grant made at or before
+    /// `granted_before`; a later grant of the same owner is left alone
+    /// (answered `HeldByOther` naming that owner). The sweep's guard against
+    /// a stale view of an execution that was redriven and took the lock again.
+    fn release_granted_before(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        granted_before: EpochMillis,
+        now: EpochMillis,
+    ) -> impl Future<Output = Result<ReleaseOutcome, StoreError>> + Send;
+
     /// The names of every lock `owner` holds (live or expired, not yet taken
     /// over), for the cleanup after an execution ended without releasing.
     fn locks_held_by(

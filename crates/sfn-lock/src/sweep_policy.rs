@@ -6,6 +6,12 @@ use crate::error::LockError;
 use crate::executions::{child_execution_arn, ExecutionFacts, ExecutionStatus};
 use crate::model::{EpochMillis, MAX_LEASE_SECONDS};
 
+/// An acquire in flight when its execution ended lands within the acquire
+/// function's 10 s timeout: its grant time is at most this after the end. A
+/// grant of the same owner made later is a redriven run's, and the sweep
+/// leaves it alone.
+pub const LATE_ACQUIRE_SECONDS: u32 = 15;
+
 /// `SWEEP_GRACE_SECONDS` when unset: the longest a Lambda invocation can run.
 pub const DEFAULT_GRACE_SECONDS: u32 = 900;
 
@@ -106,17 +112,21 @@ impl SweepPolicy {
             .any(|swept| swept == state_machine_arn)
     }
 
-    /// The attach variant's child of this execution, if it is one of the attach variant's.
-    pub fn child_of(&self, execution_arn: &str, facts: &ExecutionFacts) -> Option<String> {
-        let attached = self.attached.as_ref()?;
+    /// The children the attach variant may have started for this execution:
+    /// one for its first run and one for each redrive (each run names its
+    /// child with its own redrive count). Empty for other state machines.
+    pub fn children_of(&self, execution_arn: &str, facts: &ExecutionFacts) -> Vec<String> {
+        let Some(attached) = self.attached.as_ref() else {
+            return Vec::new();
+        };
         if facts.state_machine_arn != attached.parent_state_machine {
-            return None;
+            return Vec::new();
         }
-        child_execution_arn(
-            &attached.target_state_machine,
-            execution_arn,
-            facts.redrive_count,
-        )
+        (0..=facts.redrive_count)
+            .filter_map(|run| {
+                child_execution_arn(&attached.target_state_machine, execution_arn, run)
+            })
+            .collect()
     }
 
     /// The verdict on an execution from its facts. `ended_at` is the latest
@@ -250,12 +260,17 @@ mod tests {
         let mut of_attach = facts(ExecutionStatus::Ended);
         of_attach.state_machine_arn = attach.into();
         of_attach.redrive_count = 1;
-        let child = policy.child_of(parent, &of_attach).unwrap();
-        assert!(child.starts_with("arn:aws:states:us-east-1:123456789012:execution:target:"));
-        assert!(child.ends_with("-1"));
+        let children = policy.children_of(parent, &of_attach);
         assert_eq!(
-            policy.child_of(parent, &facts(ExecutionStatus::Ended)),
-            None
+            children.len(),
+            2,
+            "the first run's child and the redrive's: {children:?}"
         );
+        let prefix = "arn:aws:states:us-east-1:123456789012:execution:target:";
+        assert!(children.iter().all(|child| child.starts_with(prefix)));
+        assert!(children[0].ends_with("-0") && children[1].ends_with("-1"));
+        assert!(policy
+            .children_of(parent, &facts(ExecutionStatus::Ended))
+            .is_empty());
     }
 }

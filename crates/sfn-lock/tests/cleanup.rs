@@ -236,3 +236,74 @@ async fn events_of_other_shapes_are_ignored_not_failed() {
     assert_eq!(report.ignored, events.len());
     assert_eq!(owner_of(&lock).await, Some(running));
 }
+
+#[tokio::test]
+async fn records_the_invocation_has_no_time_left_for_are_reported_alone() {
+    // The invocation's deadline is near: the records it cannot sweep are
+    // failed one by one, so the ones already swept are not delivered again (a
+    // failed invocation would redeliver the whole batch).
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let ended = start(LOCKED, &unique("no-time")).await;
+    let lock = unique("no-time-lock");
+    hold(&sweeper.store, &lock, &ended).await;
+    let after_grace = stop(&ended).await.plus_seconds(GRACE);
+    let batch = sqs_batch(&[status_change(&ended, "ABORTED")]);
+
+    let out_of_time = sweeper
+        .sweep_within(&batch, after_grace, Some(std::time::Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&out_of_time).unwrap()["batchItemFailures"],
+        json!([{"itemIdentifier": "message-0"}])
+    );
+    assert_eq!(owner_of(&lock).await, Some(ended.clone()));
+
+    let in_time = sweeper
+        .sweep_within(
+            &batch,
+            after_grace,
+            Some(std::time::Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(in_time.released.len(), 1, "{in_time:?}");
+    assert!(in_time.batch_item_failures.is_empty());
+}
+
+#[tokio::test]
+async fn a_grant_taken_after_the_end_is_left_to_the_redriven_run_even_if_step_functions_looks_stale(
+) {
+    // DescribeExecution is eventually consistent: just after a redrive it may
+    // still show the old end. A grant the execution took after that end (the
+    // redriven run re-ran Acquire Lock) is not the ended run's, and stays.
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let ended = start(LOCKED, &unique("stale-view")).await;
+    let lock = unique("regranted");
+    let stopped_at = stop(&ended).await;
+    let regranted_at = stopped_at.plus_seconds(60);
+    let outcome = sweeper
+        .store
+        .acquire(
+            &LockName::new(&lock).unwrap(),
+            &Owner::new(&ended).unwrap(),
+            LeaseSeconds::new("leaseSeconds", 3600).unwrap(),
+            regranted_at,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, AcquireOutcome::Granted(_)), "{outcome:?}");
+
+    let report = sweeper
+        .sweep(
+            &sqs_batch(&[status_change(&ended, "ABORTED")]),
+            regranted_at.plus_seconds(GRACE),
+        )
+        .await
+        .unwrap();
+
+    assert!(report.released.is_empty(), "{report:?}");
+    assert_eq!(owner_of(&lock).await, Some(ended));
+}

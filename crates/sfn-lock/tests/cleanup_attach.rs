@@ -130,7 +130,7 @@ fn the_real_binary_checks_step_functions_and_defers_an_early_end() {
         .ok();
     }
 
-    // Just stopped: the local stack's grace (15 s) has not passed, so the event
+    // Just stopped: the local stack's grace (600 s) has not passed, so the event
     // goes back to the cleanup queue; the running one's made-up end is skipped.
     let report = invoke(
         "release-execution-locks",
