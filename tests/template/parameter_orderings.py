@@ -201,6 +201,23 @@ def cleanup_delay(template: dict, definitions: Callable[[str], str]) -> list[str
     return found
 
 
+# Lambda's Init phase (up to 10 s, outside the function timeout) plus the acquire
+# function's Timeout: an acquire in flight when its execution ended has landed by
+# then, and its grant time is at most that after the end (LATE_ACQUIRE_SECONDS in
+# crates/sfn-lock/src/sweep_policy.rs is 30).
+LAMBDA_INIT_SECONDS = 10
+LATE_ACQUIRE_SECONDS = 30
+
+
+def sweep_grace_covers_late_acquire(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    low, _, _ = _range(template, "WorkloadMaxRunSeconds")
+    timeout = _number(_properties(template, "AcquireLockFunction").get("Timeout"))
+    if low is None or timeout is None or low < max(LATE_ACQUIRE_SECONDS, LAMBDA_INIT_SECONDS + timeout):
+        return [f"WorkloadMaxRunSeconds (the sweep's grace) may be {low} s, less than a late acquire "
+                f"needs ({LAMBDA_INIT_SECONDS} s Init + the acquire function's {timeout} s, and {LATE_ACQUIRE_SECONDS} s)"]
+    return []
+
+
 def defaults_in_range(template: dict, definitions: Callable[[str], str]) -> list[str]:
     found = []
     for name in CHECKED_PARAMETERS:
@@ -217,6 +234,7 @@ RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
     "lease-formula": lease_formula,
     "max-lease": max_lease,
     "cleanup-delay": cleanup_delay,
+    "sweep-grace-covers-late-acquire": sweep_grace_covers_late_acquire,
     "defaults-in-range": defaults_in_range,
 }
 
@@ -239,7 +257,7 @@ GOOD_TEMPLATE: dict[str, Any] = {
         "ExecutionTimeoutSeconds": {"Type": "Number", "Default": 3600, "MinValue": 60, "MaxValue": 31363200},
         "LeaseMarginSeconds": {"Type": "Number", "Default": 300, "MinValue": 0, "MaxValue": 86400},
         "WorkloadTimeoutSeconds": {"Type": "Number", "Default": 300, "MinValue": 1, "MaxValue": 900},
-        "WorkloadMaxRunSeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 86400},
+        "WorkloadMaxRunSeconds": {"Type": "Number", "Default": 900, "MinValue": 30, "MaxValue": 86400},
         "CleanupDelaySeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 900},
     },
     "Resources": {
@@ -300,6 +318,9 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict, Callable[[str], str]]]] = {
         ("delay minimum 10 s, not above the acquire timeout", _broken(_set("Parameters/CleanupDelaySeconds/MinValue", 10)), _asl(GOOD_ASL)),
         ("delay up to 3600 s, beyond SQS", _broken(_set("Parameters/CleanupDelaySeconds/MaxValue", 3600)), _asl(GOOD_ASL)),
         ("queue not delayed by CleanupDelaySeconds", _broken(_set("Resources/CleanupQueue/Properties/DelaySeconds", 0)), _asl(GOOD_ASL)),
+    ],
+    "sweep-grace-covers-late-acquire": [
+        ("grace minimum 15 s, below Init + acquire timeout", _broken(_set("Parameters/WorkloadMaxRunSeconds/MinValue", 15)), _asl(GOOD_ASL)),
     ],
     "defaults-in-range": [
         ("CleanupDelaySeconds default 60 below its minimum 120",

@@ -133,13 +133,15 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
                 return Ok(report);
             }
         };
-        for record in &batch.records {
-            // An empty itemIdentifier would fail the whole batch: say so plainly.
-            let message_id = record
-                .message_id
-                .clone()
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| LockError::invalid("messageId", "every SQS record must have one"))?;
+        // An empty itemIdentifier would fail the whole batch: refuse such a
+        // batch before any record of it is swept or re-queued.
+        let message_ids = batch
+            .records
+            .iter()
+            .map(|record| record.message_id.clone().filter(|id| !id.is_empty()))
+            .collect::<Option<Vec<String>>>()
+            .ok_or_else(|| LockError::invalid("messageId", "every SQS record must have one"))?;
+        for (record, message_id) in batch.records.iter().zip(message_ids) {
             let result = match remaining() {
                 Some(left) if left.is_zero() => Err(LockError::StoreUnavailable {
                     detail: "no time left in this invocation".into(),
@@ -321,7 +323,7 @@ async fn release_all<S: LockStore>(
             }
             ReleaseOutcome::HeldByOther(holder) if holder.owner == owner.as_str() => {
                 warn!(lock_name = %lock_name, owner = %owner, granted_before = %granted_before,
-                      "kept a grant the execution took after it ended (redriven): its lock is its own")
+                      "kept a grant the execution took after it ended (a redriven run, or its workload renewing a lapsed lease); its lease bounds it")
             }
             ReleaseOutcome::HeldByOther(holder) => {
                 info!(lock_name = %lock_name, owner = %owner, holder = %holder.owner,

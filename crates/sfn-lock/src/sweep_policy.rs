@@ -6,11 +6,12 @@ use crate::error::LockError;
 use crate::executions::{child_execution_arn, ExecutionFacts, ExecutionStatus};
 use crate::model::{EpochMillis, MAX_LEASE_SECONDS};
 
-/// An acquire in flight when its execution ended lands within the acquire
+/// An acquire in flight when its execution ended lands within Lambda's Init
+/// phase (up to 10 s, outside the function timeout) plus the acquire
 /// function's 10 s timeout: its grant time is at most this after the end. A
-/// grant of the same owner made later is a redriven run's, and the sweep
-/// leaves it alone.
-pub const LATE_ACQUIRE_SECONDS: u32 = 15;
+/// grant of the same owner made later is not the ended run's (a redriven run's,
+/// or its workload renewing a lapsed lease), and the sweep leaves it alone.
+pub const LATE_ACQUIRE_SECONDS: u32 = 30;
 
 /// `SWEEP_GRACE_SECONDS` when unset: the longest a Lambda invocation can run.
 pub const DEFAULT_GRACE_SECONDS: u32 = 900;
@@ -31,8 +32,8 @@ pub struct SweepPolicy {
     /// after the execution, and its child, ended. A workload task that was
     /// running at the end runs on (Step Functions stops no Lambda invocation);
     /// this is its longest possible run. The template sets it to
-    /// WorkloadMaxRunSeconds (at least 15, above the acquire function's 10 s
-    /// timeout, so that an acquire in flight at the end has landed first).
+    /// WorkloadMaxRunSeconds (at least 30: [`LATE_ACQUIRE_SECONDS`], so that an
+    /// acquire in flight at the end has landed first).
     pub grace_seconds: u32,
     /// `ATTACHED_STATE_MACHINE_ARN` and `TARGET_STATE_MACHINE_ARN`, both or neither.
     pub attached: Option<Attached>,
