@@ -437,7 +437,7 @@ describe('locked workflow', () => {
     assert.equal(lock.held, false);
   });
 
-  test('release keeps failing after a successful workload: the execution succeeds and the lease is left to expire', async () => {
+  test('release keeps failing after a successful workload: the execution succeeds and the lock is left to the cleanup sweep', async () => {
     const lockName = uniqueLockName('release-fails');
     const run = await runExecution(definitionFor(lockName), { job: 'done-anyway' }, {
       scenario: 'release-fails',
@@ -451,7 +451,8 @@ describe('locked workflow', () => {
     assert.deepEqual(run.output, { result: 'done-anyway' });
     assert.equal(run.record.enteredStates.at(-1), 'Succeed And Leave Lock To Cleanup');
     assert.equal(run.record.releases.length, 7, 'the first attempt and six retries');
-    // The lock stays with the finished execution until its lease runs out.
+    // The lock stays with the finished execution: the sweep frees it after its
+    // SUCCEEDED event (crates/sfn-lock/tests/cleanup.rs), at worst its lease.
     const lock = await readLock(lockName);
     assert.equal(lock.owner, run.executionArn);
     assert.equal(lock.expiresAt - lock.acquiredAt, LEASE_SECONDS * 1000);

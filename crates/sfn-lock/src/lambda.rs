@@ -272,6 +272,16 @@ mod tests {
         );
         let ok = config(&[("LOCK_TABLE_NAME", "locks")]).unwrap();
         assert_eq!(ok.default_lease.get(), 900);
+        let set = config(&[
+            ("LOCK_TABLE_NAME", "locks"),
+            ("DEFAULT_LEASE_SECONDS", " 60 "),
+        ])
+        .unwrap();
+        assert_eq!(
+            set.default_lease.get(),
+            60,
+            "DEFAULT_LEASE_SECONDS is read, not assumed"
+        );
     }
 
     #[test]

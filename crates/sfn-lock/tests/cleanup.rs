@@ -271,3 +271,53 @@ async fn a_grant_taken_after_the_end_is_left_to_the_redriven_run_even_if_step_fu
     assert!(report.released.is_empty(), "{report:?}");
     assert_eq!(owner_of(&lock).await, Some(ended));
 }
+
+#[tokio::test]
+async fn a_succeeded_execution_that_could_not_release_is_swept() {
+    // `Succeed And Leave Lock To Cleanup`: the workload succeeded, the release
+    // kept failing, the execution SUCCEEDED holding its lock. Its end event
+    // must free it like any other end. (moto runs no state machine, so the
+    // execution here is a stopped one; the event's status is what is tested.)
+    let queue_url = queue().await;
+    let sweeper = sweeper(GRACE, &queue_url).await;
+    let ended = start(LOCKED, &unique("succeeded")).await;
+    let lock = unique("left-to-cleanup");
+    hold(&sweeper.store, &lock, &ended).await;
+    let after_grace = stop(&ended).await.plus_seconds(GRACE);
+
+    let report = sweeper
+        .sweep(
+            &sqs_batch(&[status_change(&ended, "SUCCEEDED")]),
+            after_grace,
+        )
+        .await
+        .unwrap();
+
+    assert_eq!(report.released.len(), 1, "{report:?}");
+    assert_eq!(owner_of(&lock).await, None);
+}
+
+#[tokio::test]
+async fn a_store_failure_during_the_sweep_is_reported_for_redelivery_never_dropped() {
+    let queue_url = queue().await;
+    let mut sweeper = sweeper(GRACE, &queue_url).await;
+    sweeper.store = DynamoStore::new(client().await, "no-such-lock-table");
+    let ended = start(LOCKED, &unique("store-down")).await;
+    let after_grace = stop(&ended).await.plus_seconds(GRACE);
+    let event = status_change(&ended, "ABORTED");
+
+    let batch = sweeper
+        .sweep(&sqs_batch(std::slice::from_ref(&event)), after_grace)
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&batch).unwrap()["batchItemFailures"],
+        json!([{"itemIdentifier": "message-0"}])
+    );
+    // Invoked directly, the failure is the function's error.
+    let direct = sweeper.sweep(&event, after_grace).await;
+    assert!(
+        matches!(direct, Err(sfn_lock::LockError::StoreMisconfigured { .. })),
+        "{direct:?}"
+    );
+}

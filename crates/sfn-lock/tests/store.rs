@@ -112,6 +112,19 @@ async fn the_owner_acquiring_again_renews_with_the_same_token() {
         later.plus_seconds(60),
         "the lease runs from the renewal"
     );
+    // TTL moves with the lease: a renewed lock must not be collected a day
+    // after its first expiry while it is still held.
+    let item = get_item(&client().await, lock.as_str())
+        .await
+        .expect("lock item");
+    let ttl: i64 = item["ttl"].as_n().unwrap().parse().unwrap();
+    assert_eq!(
+        ttl,
+        renewed
+            .expires_at
+            .plus_seconds(TTL_GRACE_SECONDS)
+            .as_epoch_seconds_ceil()
+    );
 }
 
 #[tokio::test]
