@@ -14,7 +14,8 @@
 # 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
 #                                   function's timeout, WorkloadMaxRunSeconds, the lease
 #                                   formula and its maximum, the cleanup delay
-# 8. sweep_wiring (+ self-test)     per-record failures, no execution data in the queue,
+# 8. sweep_wiring (+ self-test)     the rule against event samples, per-record failures,
+#                                   no execution data in the queue,
 #                                   the sweep's settings and permissions
 # 9. asl_substitutions              ${...} in statemachine/*.asl.json match
 #                                   DefinitionSubstitutions; asl-validator passes

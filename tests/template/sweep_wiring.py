@@ -2,6 +2,8 @@
 
 - The event source mapping reports failures per record (ReportBatchItemFailures),
   so one record that keeps failing does not hold up the rest of its batch.
+- The rule matches documented event samples of every terminal status of the
+  stack's state machine, and not RUNNING, another state machine or another source.
 - The rule's target sends only what the sweep reads: its InputTransformer,
   filled in from a documented ABORTED event, is an EventBridge envelope whose
   detail has executionArn and status, and no execution input or output.
@@ -40,6 +42,21 @@ SAMPLE_EVENT = {
 ENV = {"LOCK_TABLE_NAME", "SWEPT_STATE_MACHINE_ARNS", "SWEEP_GRACE_SECONDS", "CLEANUP_QUEUE_URL",
        "ATTACHED_STATE_MACHINE_ARN", "TARGET_STATE_MACHINE_ARN"}
 ACTIONS = {"dynamodb:Query", "dynamodb:UpdateItem", "states:DescribeExecution", "sqs:SendMessage"}
+# What each lock function's code calls (dynamodb.rs: update_item; the sweep adds
+# query, describe_execution and send_message, and stop_execution for the attach child).
+CALLS = {"AcquireLockFunction": {"dynamodb:UpdateItem"}, "ReleaseLockFunction": {"dynamodb:UpdateItem"},
+         "ReleaseExecutionLocksFunction": ACTIONS}
+
+
+def unconditional_actions(function: dict[str, Any]) -> set[str]:
+    granted: set[str] = set()
+    for policy in function["Properties"]["Policies"]:
+        for statement in policy.get("Statement", []):
+            if "Fn::If" in statement:
+                continue  # what every deployment needs must not depend on a condition
+            actions = statement.get("Action", [])
+            granted.update([actions] if isinstance(actions, str) else actions)
+    return granted
 
 
 def path_value(event: dict[str, Any], path: str) -> Any:
@@ -49,9 +66,55 @@ def path_value(event: dict[str, Any], path: str) -> Any:
     return value
 
 
+TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+
+
+def matches(pattern: Any, event: Any) -> bool:
+    """EventBridge's matching for the pattern forms the rule uses: nested
+    objects, and lists of exact values. A value we cannot resolve (an ARN from
+    !Ref) stands for the stack's own state machines, written <Name>."""
+    if isinstance(pattern, dict):
+        return isinstance(event, dict) and all(
+            key in event and matches(value, event[key]) for key, value in pattern.items())
+    return event in [resolve(value) for value in pattern]
+
+
+def resolve(value: Any) -> Any:
+    if isinstance(value, dict) and "Ref" in value:
+        return f"<{value['Ref']}>"
+    return value
+
+
+def sample(status: str, state_machine: str = "<LockedWorkflowStateMachine>", source: str = "aws.states") -> dict:
+    event = copy.deepcopy(SAMPLE_EVENT)
+    event["source"] = source
+    event["detail"].update(status=status, stateMachineArn=state_machine)
+    return event
+
+
+def pattern_problems(pattern: dict) -> list[str]:
+    """The rule against documented event samples: every terminal status of the
+    stack's state machine matches; RUNNING, another state machine and another
+    source do not."""
+    pattern = copy.deepcopy(pattern)
+    arns = pattern.get("detail", {}).get("stateMachineArn")
+    if isinstance(arns, dict) and "Fn::Split" in arns:
+        # !Split [",", !Join ["", [!Ref Locked, ...]]]: the first element is the stack's machine.
+        pattern["detail"]["stateMachineArn"] = [arns["Fn::Split"][1]["Fn::Join"][1][0]]
+    found = [f"the rule misses a {status} end" for status in TERMINAL if not matches(pattern, sample(status))]
+    strangers = {
+        "a RUNNING execution": sample("RUNNING"),
+        "another state machine's end": sample("ABORTED", "arn:aws:states:us-east-2:123456789012:stateMachine:other"),
+        "another source": sample("ABORTED", source="aws.batch"),
+    }
+    found += [f"the rule matches {what}" for what, event in strangers.items() if matches(pattern, event)]
+    return found
+
+
 def problems(template: dict[str, Any]) -> list[str]:
     found = []
     resources = template["Resources"]
+    found += pattern_problems(resources["ExecutionEndedRule"]["Properties"]["EventPattern"])
     mapping = resources["ReleaseExecutionLocksEventSourceMapping"]["Properties"]
     if "ReportBatchItemFailures" not in mapping.get("FunctionResponseTypes", []):
         found.append("the cleanup event source mapping does not report batch item failures")
@@ -72,6 +135,10 @@ def problems(template: dict[str, Any]) -> list[str]:
         for key in ("executionArn", "status"):
             if sent.get("detail", {}).get(key) != SAMPLE_EVENT["detail"][key]:
                 found.append(f"the transformed event's detail.{key} is not the event's")
+    for name, calls in CALLS.items():
+        missing_calls = calls - unconditional_actions(resources[name])
+        if missing_calls and name != "ReleaseExecutionLocksFunction":
+            found.append(f"{name} may not call {sorted(missing_calls)}")
     function = resources["ReleaseExecutionLocksFunction"]["Properties"]
     missing = ENV - set(function["Environment"]["Variables"])
     if missing:
@@ -83,6 +150,8 @@ def problems(template: dict[str, Any]) -> list[str]:
                 continue  # what every deployment needs must not depend on a condition
             actions = statement.get("Action", [])
             granted.update([actions] if isinstance(actions, str) else actions)
+            if "dynamodb:Query" in actions and "index/owner-index" not in json.dumps(statement.get("Resource")):
+                found.append("the sweep's Query is not granted on the owner index it reads")
     if ACTIONS - granted:
         found.append(f"the sweep function may not call {sorted(ACTIONS - granted)}")
     return found
@@ -100,6 +169,14 @@ def self_test(template: dict[str, Any]) -> int:
         "input in the message": lambda r: r["ExecutionEndedRule"]["Properties"]["Targets"][0]["InputTransformer"].update(
             InputTemplate='{"source": "aws.states", "detail": {"input": "x"}}'),
         "no queue URL": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Environment"]["Variables"].pop("CLEANUP_QUEUE_URL"),
+        "a status missing from the rule": lambda r: r["ExecutionEndedRule"]["Properties"]["EventPattern"]["detail"]["status"].remove("SUCCEEDED"),
+        "RUNNING in the rule": lambda r: r["ExecutionEndedRule"]["Properties"]["EventPattern"]["detail"]["status"].append("RUNNING"),
+        "any source": lambda r: r["ExecutionEndedRule"]["Properties"]["EventPattern"].pop("source"),
+        "no Query on the index": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"].pop(0),
+        "Query on the table, not the index": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"][0].update(
+            Resource={"Fn::GetAtt": ["LockTable", "Arn"]}),
+        "acquire without UpdateItem": lambda r: r["AcquireLockFunction"]["Properties"]["Policies"][0]["Statement"][0].update(
+            Action="dynamodb:GetItem"),
         "no DescribeExecution": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"].pop(
             next(i for i, s in enumerate(r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"])
                  if s.get("Sid") == "ConfirmTheExecutionEnded")),
