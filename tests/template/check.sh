@@ -17,9 +17,11 @@
 # 8. sweep_wiring (+ self-test)     the rule against event samples, per-record failures,
 #                                   no execution data in the queue,
 #                                   the sweep's settings and permissions
-# 9. asl_substitutions              ${...} in statemachine/*.asl.json match
+# 9. retry_bounds (+ self-test)     every retrier's worst case from its parameters: the
+#                                   wait's pauses capped and jittered, transient retries bounded
+# 10. asl_substitutions              ${...} in statemachine/*.asl.json match
 #                                   DefinitionSubstitutions; asl-validator passes
-# 9. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
+# 11. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region
 set -uo pipefail
@@ -70,6 +72,8 @@ step "parameter orderings self-test" "$PY" "$HERE/parameter_orderings.py" --self
 step "parameter orderings" "$PY" "$HERE/parameter_orderings.py" template.yaml
 step "sweep wiring self-test" "$PY" "$HERE/sweep_wiring.py" --self-test
 step "sweep wiring" "$PY" "$HERE/sweep_wiring.py" template.yaml
+step "retry bounds self-test" "$PY" "$HERE/retry_bounds.py" --self-test
+step "retry bounds" "$PY" "$HERE/retry_bounds.py"
 step "asl substitutions self-test" "$PY" "$HERE/asl_substitutions.py" --self-test
 step "asl substitutions" "$PY" "$HERE/asl_substitutions.py" template.yaml
 step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --self-test

@@ -1,0 +1,110 @@
+"""The worst case of every retrier in the shipped ASL, computed from its
+parameters, since the e2e suite replaces the pauses with milliseconds.
+
+- The wait for a held lock (Retry on LockUnavailable) must cap each pause
+  (MaxDelaySeconds): acquire-lock ends the wait with LockWaitTimeout at its
+  first attempt at or after MaxWaitSeconds, so the wait overshoots MaxWaitSeconds
+  by at most one capped pause plus one acquire call. Without a cap, BackoffRate 2
+  over its near-unlimited attempts would overshoot by hours.
+- Every other retrier rides out a transient error: its pauses, each capped,
+  added up over MaxAttempts, stay under TRANSIENT_BUDGET_SECONDS.
+- JitterStrategy FULL on the contention retrier, so waiters do not retry in step.
+
+Reads statemachine/*.asl.json and the recipe in README.md.
+Usage: retry_bounds.py | retry_bounds.py --self-test
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_OVERSHOOT_SECONDS = 30  # one capped pause; the acquire call itself is bounded by its 10 s timeout
+TRANSIENT_BUDGET_SECONDS = 180
+
+
+def load(text: str) -> dict:
+    return json.loads(re.sub(r"\$\{[A-Za-z0-9_]+\}", "1", text))
+
+
+def definitions() -> dict[str, dict]:
+    found = {path.name: load(path.read_text()) for path in sorted(Path("statemachine").glob("*.asl.json"))}
+    readme = Path("README.md").read_text()
+    recipe = re.search(r"<!-- recipe:begin -->\s*```json\n(.*?)```", readme, re.S)
+    if recipe:
+        found["README recipe"] = load(recipe.group(1))
+    return found
+
+
+def retriers(states: dict) -> list[tuple[str, dict]]:
+    out = []
+    for name, state in states.items():
+        out += [(name, retrier) for retrier in state.get("Retry", [])]
+        for branch in state.get("Branches", []):
+            out += retriers(branch["States"])
+    return out
+
+
+def total_pauses(retrier: dict) -> float:
+    interval, rate = retrier.get("IntervalSeconds", 1), retrier.get("BackoffRate", 2.0)
+    cap = retrier.get("MaxDelaySeconds", float("inf"))
+    return sum(min(interval * rate**attempt, cap) for attempt in range(min(retrier.get("MaxAttempts", 3), 10_000)))
+
+
+def problems(found: dict[str, dict]) -> list[str]:
+    out = []
+    for file, definition in found.items():
+        for state, retrier in retriers(definition["States"]):
+            where = f"{file}: {state} on {retrier['ErrorEquals']}"
+            if "LockUnavailable" in retrier["ErrorEquals"]:
+                cap = retrier.get("MaxDelaySeconds")
+                if cap is None or cap > MAX_OVERSHOOT_SECONDS:
+                    out.append(f"{where}: pauses capped at {cap}, so a wait may overshoot MaxWaitSeconds by more than {MAX_OVERSHOOT_SECONDS} s")
+                if retrier.get("JitterStrategy") != "FULL":
+                    out.append(f"{where}: no full jitter, so waiters retry in step")
+            elif (total := total_pauses(retrier)) > TRANSIENT_BUDGET_SECONDS:
+                out.append(f"{where}: its pauses add up to {total:.0f} s, above {TRANSIENT_BUDGET_SECONDS} s")
+    return out
+
+
+def self_test() -> int:
+    good = definitions()
+    failures = 0
+
+    def broken(change) -> dict[str, dict]:
+        copied = copy.deepcopy(good)
+        change(copied["locked-workflow.asl.json"]["States"])
+        return copied
+
+    cases = {
+        "MaxDelaySeconds deleted from the wait": lambda s: s["Acquire Lock"]["Retry"][0].pop("MaxDelaySeconds"),
+        "no jitter on the wait": lambda s: s["Acquire Lock"]["Retry"][0].pop("JitterStrategy"),
+        "an uncapped transient retrier": lambda s: (s["Release Lock"]["Retry"][0].pop("MaxDelaySeconds"),
+                                                  s["Release Lock"]["Retry"][0].update(MaxAttempts=20)),
+    }
+    if problems(good):
+        failures += 1
+        print(f"FAIL rejected the shipped definitions: {problems(good)}")
+    for name, change in cases.items():
+        found = problems(broken(change))
+        print(f"{'ok  ' if found else 'FAIL'} retry-bounds rejects {name}: {found[:1]}")
+        failures += not found
+    return 1 if failures else 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    found = problems(definitions())
+    for problem in found:
+        print(problem)
+    print(f"retry bounds: {len(found)} problem(s) in {len(definitions())} definitions")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
