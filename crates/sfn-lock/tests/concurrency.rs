@@ -66,10 +66,13 @@ async fn no_two_holders_ever_overlap_and_tokens_rise_in_grant_order() {
                     "two holders inside the critical section at once"
                 );
                 grants.lock().unwrap().push(token);
-                // Give a broken lock every chance to let someone else in.
-                for _ in 0..3 {
-                    tokio::task::yield_now().await;
-                }
+                // The critical section lasts from the grant's answer until just
+                // before the release is sent (no later: once it is sent, a
+                // correct lock may grant the next holder before our answer
+                // returns). It takes real time, so a second grant that a broken
+                // condition lets through lands inside it instead of in a gap of
+                // a few yields. The pause is the work's length; it orders nobody.
+                tokio::time::sleep(Duration::from_millis(5)).await;
                 in_critical_section.store(false, Ordering::SeqCst);
                 let released = store
                     .release(&lock, &owner, EpochMillis::now())
@@ -79,11 +82,18 @@ async fn no_two_holders_ever_overlap_and_tokens_rise_in_grant_order() {
             }
         }));
     }
-    for contender in contenders {
-        contender
-            .await
-            .expect("contender finished without a failed assertion");
-    }
+    // Bounded: a broken release (the lock never freed) fails the test instead
+    // of hanging it. Far above the normal run (20 to 40 s on the serialised moto).
+    let all = async {
+        for contender in contenders {
+            contender
+                .await
+                .expect("contender finished without a failed assertion");
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(600), all)
+        .await
+        .expect("all contenders finished within 10 minutes: is the lock ever released?");
 
     let grants = grants.lock().unwrap().clone();
     assert_eq!(grants.len(), CONTENDERS * CYCLES);
