@@ -13,6 +13,7 @@
 #   SFN_LOCK_CLEANUP_QUEUE_URL the queue the sweep sends early events back to
 #   SFN_LOCK_TABLE             the lock table the functions use
 #   SFN_LOCK_LAMBDA_URL        the Invoke API: POST $SFN_LOCK_LAMBDA_URL/2015-03-31/functions/<name>/invocations
+#   SFN_LOCK_LAMBDA_LOG        what the functions log (JSON lines, AWS_LAMBDA_LOG_FORMAT=JSON)
 #   SFN_LOCK_DYNAMODB_PID      the DynamoDB server's pid (fault tests pause it with SIGSTOP)
 # Needs `make tools` first (the .venv with moto and cargo-lambda).
 set -euo pipefail
@@ -79,6 +80,7 @@ cargo build --quiet --workspace --bins --manifest-path "$root/Cargo.toml"
 
 lambda_port=$(free_port)
 export SFN_LOCK_LAMBDA_URL="http://127.0.0.1:$lambda_port"
+export SFN_LOCK_LAMBDA_LOG="$logs/lambda.log"
 (
   cd "$root"
   # The sweep serves the state machines tests/common/sfn.rs creates on moto.
