@@ -78,8 +78,12 @@ describe('attach to an existing state machine', () => {
       });
 
       assert.equal(run.status, 'FAILED', JSON.stringify(run));
-      // What a bare startExecution.sync:2 reports: States.TaskFailed, the child's
-      // DescribeExecution as the Cause.
+      // Circular on purpose, and said so: States.TaskFailed with the child's
+      // DescribeExecution as the Cause is what harness.mjs (runChildExecution)
+      // answers for startExecution.sync:2, which the local interpreter does not
+      // emulate; the AWS documentation found here does not name that error. What
+      // this checks of sfn-lock is that the ASL re-raises the Task's error and
+      // Cause unchanged, and releases only after the child ended.
       assert.equal(run.error, 'States.TaskFailed');
       const child = JSON.parse(run.cause);
       assert.equal(child.Status, ending.status);
