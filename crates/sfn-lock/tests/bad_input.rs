@@ -99,8 +99,13 @@ fn bad_acquire_events() -> Vec<(&'static str, String)> {
 
 /// The cleanup function answers what is not an ended execution with a logged
 /// ignore, never an error: SQS would otherwise redeliver it forever.
+/// The owner the cleanup events name: it holds the witness lock, so an event
+/// the sweep wrongly acted on would show as a change in the table.
+const WITNESS_OWNER: &str =
+    "arn:aws:states:us-east-1:123456789012:execution:locked:bad-input-witness";
+
 fn ignored_cleanup_events() -> Vec<(&'static str, Vec<u8>)> {
-    let arn = "arn:aws:states:us-east-1:123456789012:execution:locked:bad-input-witness";
+    let arn = WITNESS_OWNER;
     let mut wrong_type = status_change(arn, "ABORTED");
     wrong_type["detail-type"] = json!("EC2 Instance State-change Notification");
     let mut arn_a_number = status_change(arn, "ABORTED");
@@ -179,7 +184,7 @@ async fn every_bad_event_is_refused_and_changes_nothing() {
     // Something in the table, so "unchanged" is not trivially "still empty".
     invoke(
         "acquire-lock",
-        r#"{"lockName": "bad-input-witness", "owner": "arn:exec:witness"}"#,
+        json!({"lockName": "bad-input-witness", "owner": WITNESS_OWNER}).to_string(),
     );
     let before = table_snapshot(&client).await;
     assert!(!before.is_empty());
