@@ -21,6 +21,23 @@ import {
 } from './harness.mjs';
 
 before(warmUp);
+
+/**
+ * Resolves once the DynamoDB server has answered every request it received
+ * (bounded). Stalled connections wait in the listen backlog ahead of ours, but a
+ * request is counted only once its thread runs, so "none in flight" must hold
+ * for three polls in a row, 50 ms apart, to count.
+ */
+async function storeDrained() {
+  const url = `${stackEnv().dynamodbEndpoint}/_sfn_lock/in-flight`;
+  let quiet = 0;
+  for (let tries = 0; tries < 600; tries++) {
+    quiet = (await (await fetch(url)).text()) === '0' ? quiet + 1 : 0;
+    if (quiet === 3) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('the DynamoDB server still had requests in flight 30 s after it resumed');
+}
 after(closeClients);
 
 test('the lock store goes down during Acquire Lock: LockStoreUnavailable is retried and the run completes', async () => {
@@ -61,6 +78,9 @@ test('the lock store goes down during Acquire Lock: LockStoreUnavailable is retr
       'acquire-lock to report LockStoreUnavailable',
     );
     resume();
+    // Every request the pause stalled is answered before the test looks: a
+    // stalled write that landed later could change what it sees.
+    await storeDrained();
     // No partial state: the stalled attempt's writes either never landed (no item) or
     // landed whole, granting the lock to this very execution; nobody else holds it.
     const lockAfterOutage = await readLock(lockName);

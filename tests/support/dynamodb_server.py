@@ -6,6 +6,10 @@ Real DynamoDB never allows that. The lock's concurrency tests must run against
 a server that is atomic per item as DynamoDB is, so this one serialises every
 request behind a single lock (coarser than DynamoDB, equally correct).
 
+It also answers GET /_sfn_lock/in-flight (outside the lock) with the number of
+requests received and not yet answered: after a SIGSTOP/SIGCONT pause, a test
+waits for that to reach 0, so no stalled write lands after it has looked.
+
 Usage: python dynamodb_server.py PORT
 """
 
@@ -33,11 +37,25 @@ def main() -> None:
     os.environ.setdefault("MOTO_PORT", str(port))
     moto_app = DomainDispatcherApplication(create_backend_app)
     one_at_a_time = threading.Lock()
+    counting = threading.Lock()
+    in_flight = 0
 
     def serialised_app(environ, start_response):
-        with one_at_a_time:
-            # Drain the response inside the lock: the write happens while it is produced.
-            return list(moto_app(environ, start_response))
+        nonlocal in_flight
+        if environ.get("PATH_INFO") == "/_sfn_lock/in-flight":
+            with counting:
+                body = str(in_flight).encode()
+            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+            return [body]
+        with counting:
+            in_flight += 1
+        try:
+            with one_at_a_time:
+                # Drain the response inside the lock: the write happens while it is produced.
+                return list(moto_app(environ, start_response))
+        finally:
+            with counting:
+                in_flight -= 1
 
     run_simple(
         "127.0.0.1",
