@@ -286,6 +286,20 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_refusal_states_the_rule() {
+        let refusal = AcquireRequest::from_event(
+            &json!({"lockName": "etl", "owner": "me", "leaseSeconds": 0}),
+        );
+        match refusal {
+            Err(LockError::InvalidRequest { field, rule }) => {
+                assert_eq!(field, "leaseSeconds");
+                assert_eq!(rule, "must be an integer from 1 to 31536000");
+            }
+            other => panic!("expected InvalidRequest, got {other:?}"),
+        }
+    }
+
+    #[test]
     fn release_takes_acquire_output_but_not_strangers() {
         let output = json!({
             "lockName": "etl", "owner": "me", "fencingToken": 3, "outcome": "granted",

@@ -209,6 +209,15 @@ mod tests {
             ("ATTACHED_STATE_MACHINE_ARN", LOCKED),
         ]);
         assert_eq!(field(half), "TARGET_STATE_MACHINE_ARN");
+        let not_a_machine = policy(&[
+            ("SWEPT_STATE_MACHINE_ARNS", LOCKED),
+            ("ATTACHED_STATE_MACHINE_ARN", LOCKED),
+            (
+                "TARGET_STATE_MACHINE_ARN",
+                "arn:aws:sqs:us-east-1:123456789012:queue",
+            ),
+        ]);
+        assert_eq!(field(not_a_machine), "TARGET_STATE_MACHINE_ARN");
     }
 
     #[test]
