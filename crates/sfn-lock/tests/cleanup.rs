@@ -5,40 +5,15 @@
 
 mod common;
 
-use common::sfn::{delayed_messages, queue, start, stop, sweeper, LOCKED, STRANGER};
-use common::{client, get_item, sqs_batch, status_change, unique};
+use common::sfn::{
+    delayed_messages, hold, hold_at, owner_of, queue, start, stop, sweeper, LOCKED, STRANGER,
+};
+use common::{client, sqs_batch, status_change, unique};
 use serde_json::json;
 use sfn_lock::sweep_policy::LATE_ACQUIRE_SECONDS;
-use sfn_lock::{
-    AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner,
-};
+use sfn_lock::{DynamoStore, EpochMillis};
 
 const GRACE: u32 = 60;
-
-async fn hold(store: &DynamoStore, lock: &str, owner: &str) {
-    hold_at(store, lock, owner, EpochMillis::now()).await;
-}
-
-/// A grant whose acquire function read `now` from its clock.
-async fn hold_at(store: &DynamoStore, lock: &str, owner: &str, now: EpochMillis) {
-    let outcome = store
-        .acquire(
-            &LockName::new(lock).unwrap(),
-            &Owner::new(owner).unwrap(),
-            LeaseSeconds::new("leaseSeconds", 3600).unwrap(),
-            now,
-        )
-        .await
-        .unwrap();
-    assert!(matches!(outcome, AcquireOutcome::Granted(_)), "{outcome:?}");
-}
-
-async fn owner_of(lock: &str) -> Option<String> {
-    let item = get_item(&client().await, lock).await?;
-    item.get("owner")
-        .and_then(|owner| owner.as_s().ok())
-        .cloned()
-}
 
 #[tokio::test]
 async fn an_aborted_execution_loses_every_lock_it_held_once_the_grace_has_passed() {

@@ -6,31 +6,15 @@
 mod common;
 
 use common::sfn::{
-    queue, start, state_machine_arn, status, stop, sweeper, ATTACHED, LOCKED, TARGET,
+    hold, owner_of, queue, start, state_machine_arn, status, stop, sweeper, ATTACHED, LOCKED,
+    TARGET,
 };
-use common::{client, get_item, invoke, sqs_batch, status_change, unique};
+use common::{invoke, sqs_batch, status_change, unique};
 use serde_json::json;
 use sfn_lock::executions::child_execution_arn;
-use sfn_lock::{EpochMillis, LeaseSeconds, LockName, LockStore, Owner};
+use sfn_lock::EpochMillis;
 
 const GRACE: u32 = 60;
-
-async fn hold(store: &impl LockStore, lock: &str, owner: &str) {
-    store
-        .acquire(
-            &LockName::new(lock).unwrap(),
-            &Owner::new(owner).unwrap(),
-            LeaseSeconds::new("leaseSeconds", 600).unwrap(),
-            EpochMillis::now(),
-        )
-        .await
-        .unwrap();
-}
-
-async fn owner_of(lock: &str) -> Option<String> {
-    let item = get_item(&client().await, lock).await?;
-    item.get("owner").and_then(|o| o.as_s().ok()).cloned()
-}
 
 /// Starts the child the ASL would start for `parent` (named as the ASL names it).
 async fn start_child_of(parent: &str) -> String {

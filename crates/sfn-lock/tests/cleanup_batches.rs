@@ -8,12 +8,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::sfn::{queue, start, stop, sweeper};
-use common::{client, get_item, sqs_batch, status_change, unique};
+use common::sfn::{hold, owner_of, queue, start, stop, sweeper};
+use common::{sqs_batch, status_change, unique};
 use serde_json::json;
 use sfn_lock::cleanup::Sweeper;
 use sfn_lock::executions::{ExecutionFacts, Executions};
-use sfn_lock::{EpochMillis, LeaseSeconds, LockName, LockStore, Owner, StoreError};
+use sfn_lock::StoreError;
 
 /// Step Functions, but slow to describe one execution.
 struct SlowToDescribe<E> {
@@ -35,11 +35,6 @@ impl<E: Executions> Executions for SlowToDescribe<E> {
     }
 }
 
-async fn owner_of(lock: &str) -> Option<String> {
-    let item = get_item(&client().await, lock).await?;
-    item.get("owner").and_then(|o| o.as_s().ok()).cloned()
-}
-
 #[tokio::test]
 async fn only_the_records_the_invocation_has_no_time_left_for_are_reported() {
     const GRACE: u32 = 60;
@@ -50,15 +45,7 @@ async fn only_the_records_the_invocation_has_no_time_left_for_are_reported() {
     );
     let (quick_lock, slow_lock) = (unique("quick-lock"), unique("slow-lock"));
     for (lock, owner) in [(&quick_lock, &quick), (&slow_lock, &slow)] {
-        base.store
-            .acquire(
-                &LockName::new(lock).unwrap(),
-                &Owner::new(owner).unwrap(),
-                LeaseSeconds::new("leaseSeconds", 600).unwrap(),
-                EpochMillis::now(),
-            )
-            .await
-            .unwrap();
+        hold(&base.store, lock, owner).await;
     }
     let ended = stop(&quick).await.max(stop(&slow).await);
     let sweeper = Sweeper {
@@ -100,16 +87,7 @@ async fn a_record_without_a_message_id_fails_the_batch_before_anything_is_swept(
     let sweeper = sweeper(60, &queue().await).await;
     let ended = start(common::sfn::LOCKED, &unique("no-id")).await;
     let lock = unique("no-id-lock");
-    sweeper
-        .store
-        .acquire(
-            &LockName::new(&lock).unwrap(),
-            &Owner::new(&ended).unwrap(),
-            LeaseSeconds::new("leaseSeconds", 600).unwrap(),
-            EpochMillis::now(),
-        )
-        .await
-        .unwrap();
+    hold(&sweeper.store, &lock, &ended).await;
     let after_grace = stop(&ended).await.plus_seconds(60);
     let mut batch = sqs_batch(&[
         status_change(&ended, "ABORTED"),

@@ -6,9 +6,11 @@ use aws_sdk_sfn::types::ExecutionStatus;
 use sfn_lock::executions::{SqsRequeue, StepFunctions};
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::sweep_policy::{Attached, SweepPolicy};
-use sfn_lock::{DynamoStore, EpochMillis};
+use sfn_lock::{
+    AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner,
+};
 
-use super::{client, table_name, unique};
+use super::{client, get_item, table_name, unique};
 
 pub const ACCOUNT: &str = "123456789012";
 /// The state machines the local stack's `release-execution-locks` serves
@@ -151,4 +153,32 @@ pub async fn sweeper(grace_seconds: u32, queue_url: &str) -> TestSweeper {
             }),
         },
     }
+}
+
+/// Grants `lock` to `owner` (a one-hour lease), as an acquire function whose
+/// clock read `now` would; asserts it was a new grant.
+pub async fn hold_at(store: &impl LockStore, lock: &str, owner: &str, now: EpochMillis) {
+    let outcome = store
+        .acquire(
+            &LockName::new(lock).unwrap(),
+            &Owner::new(owner).unwrap(),
+            LeaseSeconds::new("leaseSeconds", 3600).unwrap(),
+            now,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, AcquireOutcome::Granted(_)), "{outcome:?}");
+}
+
+/// [`hold_at`] now.
+pub async fn hold(store: &impl LockStore, lock: &str, owner: &str) {
+    hold_at(store, lock, owner, EpochMillis::now()).await;
+}
+
+/// Who holds `lock` according to the table, if anyone.
+pub async fn owner_of(lock: &str) -> Option<String> {
+    let item = get_item(&client().await, lock).await?;
+    item.get("owner")
+        .and_then(|owner| owner.as_s().ok())
+        .cloned()
 }
