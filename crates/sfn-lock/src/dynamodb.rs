@@ -40,6 +40,9 @@ pub const RELEASED_TOKEN: &str = "releasedToken";
 pub const RELEASE_ID: &str = "releaseId";
 /// Global secondary index: partition key `owner`, keys only.
 pub const OWNER_INDEX: &str = "owner-index";
+/// Locks per page of an owner-index query. DynamoDB's own page is 1 MB (thousands
+/// of keys); a smaller one keeps each answer small and lets the paging be tested.
+pub const OWNER_QUERY_PAGE_SIZE: i32 = 100;
 
 /// How long an item outlives its last lease before TTL may delete it. Long
 /// enough that clock skew between writers cannot break fencing order after a
@@ -331,6 +334,7 @@ impl LockStore for DynamoStore {
                 .key_condition_expression("#owner = :owner")
                 .expression_attribute_names("#owner", OWNER)
                 .expression_attribute_values(":owner", string(owner.as_str()))
+                .limit(OWNER_QUERY_PAGE_SIZE)
                 .set_exclusive_start_key(start_key)
                 .send()
                 .await

@@ -308,31 +308,3 @@ async fn a_stale_owner_cannot_release_the_new_holders_lock() {
         AttributeValue::N(current.fencing_token.to_string())
     );
 }
-
-#[tokio::test]
-async fn locks_held_by_finds_every_lock_of_one_owner_only() {
-    let (store, _) = counted_store().await;
-    let owner = Owner::new(unique("arn:exec:many")).unwrap();
-    let other = Owner::new(unique("arn:exec:other")).unwrap();
-    let now = EpochMillis::now();
-    let mut mine = Vec::new();
-    for i in 0..3 {
-        let lock = LockName::new(unique(&format!("held-{i}"))).unwrap();
-        granted(store.acquire(&lock, &owner, lease(60), now).await.unwrap());
-        mine.push(lock);
-    }
-    let theirs = LockName::new(unique("theirs")).unwrap();
-    granted(
-        store
-            .acquire(&theirs, &other, lease(60), now)
-            .await
-            .unwrap(),
-    );
-    store.release(&mine[2], &owner, now).await.unwrap();
-
-    let mut found = store.locks_held_by(&owner).await.unwrap();
-    found.sort();
-    let mut expected = mine[..2].to_vec();
-    expected.sort();
-    assert_eq!(found, expected);
-}
