@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -79,21 +78,17 @@ def fmt(stat: dict | None, unit: str = "ms", digits: int = 2) -> str:
 # The local stack
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, what: str, log: str, timeout: float = 120) -> None:
+def wait_for_port_file(path: str, process: subprocess.Popen, what: str, log: str, timeout: float = 120) -> int:
+    """The port a server started on port 0 wrote to `path` once listening."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise HarnessError(f"{what} did not listen on 127.0.0.1:{port} within {timeout} s; see {log}")
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            with open(path) as file:
+                return int(file.read())
+        if process.poll() is not None:
+            raise HarnessError(f"{what} exited before listening; see {log}")
+        time.sleep(0.1)
+    raise HarnessError(f"{what} did not listen within {timeout} s; see {log}")
 
 
 class Stack:
@@ -101,18 +96,21 @@ class Stack:
 
     def __init__(self, logs: str):
         self.logs = logs
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
         log_path = os.path.join(logs, "dynamodb.log")
+        port_file = os.path.join(logs, f"dynamodb-port.{os.getpid()}")
+        if os.path.exists(port_file):
+            os.remove(port_file)
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, os.path.join(ROOT, "tests/support/dynamodb_server.py"), str(self.port)],
+                [sys.executable, os.path.join(ROOT, "tests/support/dynamodb_server.py"), port_file],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        wait_for_port(self.port, "DynamoDB (moto)", log_path)
+        self.port = wait_for_port_file(port_file, self.process, "DynamoDB (moto)", log_path)
+        os.remove(port_file)
+        self.endpoint = f"http://127.0.0.1:{self.port}"
         self.client = boto3.client(
             "dynamodb",
             endpoint_url=self.endpoint,

@@ -48,6 +48,21 @@ sys.exit(f"local-stack: {name} did not listen on 127.0.0.1:{port} within 120 s; 
 PY
 }
 
+# Waits up to 120 s for a server started with port 0 to write its port.
+wait_for_port_file() {
+  local file=$1 pid=$2 name=$3 log=$4
+  for _ in $(seq 600); do
+    [ -s "$file" ] && return 0
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "local-stack: $name exited before listening; see $log" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+  echo "local-stack: $name did not listen within 120 s; see $log" >&2
+  exit 1
+}
+
 pids=()
 stop_stack() {
   for pid in "${pids[@]}"; do
@@ -62,15 +77,19 @@ export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 export SFN_LOCK_TABLE="${SFN_LOCK_TABLE:-sfn-locks}"
 
-dynamodb_port=$(free_port)
-export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dynamodb_port"
-# The sweep asks Step Functions about executions and re-queues early events: same moto.
-export AWS_ENDPOINT_URL_SFN="$AWS_ENDPOINT_URL_DYNAMODB" AWS_ENDPOINT_URL_SQS="$AWS_ENDPOINT_URL_DYNAMODB"
-setsid "$venv/bin/python" "$root/tests/support/dynamodb_server.py" "$dynamodb_port" \
+# The server binds a port of the system's choosing and writes it to a file.
+port_file=$(mktemp "$logs/dynamodb-port.XXXXXX")
+rm -f "$port_file"
+setsid "$venv/bin/python" "$root/tests/support/dynamodb_server.py" "$port_file" \
   >"$logs/dynamodb.log" 2>&1 &
 export SFN_LOCK_DYNAMODB_PID=$!
 pids+=("$SFN_LOCK_DYNAMODB_PID")
-wait_for_port "$dynamodb_port" "DynamoDB (moto)" "$logs/dynamodb.log"
+wait_for_port_file "$port_file" "$SFN_LOCK_DYNAMODB_PID" "DynamoDB (moto)" "$logs/dynamodb.log"
+dynamodb_port=$(cat "$port_file")
+rm -f "$port_file"
+export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dynamodb_port"
+# The sweep asks Step Functions about executions and re-queues early events: same moto.
+export AWS_ENDPOINT_URL_SFN="$AWS_ENDPOINT_URL_DYNAMODB" AWS_ENDPOINT_URL_SQS="$AWS_ENDPOINT_URL_DYNAMODB"
 "$venv/bin/python" "$root/tests/support/create_table.py" "$SFN_LOCK_TABLE" >/dev/null
 SFN_LOCK_CLEANUP_QUEUE_URL=$("$venv/bin/python" -c 'import boto3; print(boto3.client("sqs").create_queue(QueueName="sfn-lock-cleanup")["QueueUrl"])')
 export SFN_LOCK_CLEANUP_QUEUE_URL
@@ -93,8 +112,15 @@ export SFN_LOCK_LAMBDA_LOG="$logs/lambda.log"
     exec setsid "$venv/bin/cargo-lambda" lambda watch --ignore-changes --concurrency 8 \
     --invoke-address 127.0.0.1 --invoke-port "$lambda_port"
 ) >"$logs/lambda.log" 2>&1 &
-pids+=("$!")
+lambda_pid=$!
+pids+=("$lambda_pid")
 wait_for_port "$lambda_port" "cargo lambda watch" "$logs/lambda.log"
+# cargo lambda watch takes its port as given: had another process bound it
+# first, watch would have exited, and the listener found would not be it.
+if ! kill -0 "$lambda_pid" 2>/dev/null; then
+  echo "local-stack: cargo lambda watch exited (port $lambda_port taken?); see $logs/lambda.log" >&2
+  exit 1
+fi
 
 echo "local-stack: DynamoDB at $AWS_ENDPOINT_URL_DYNAMODB, Lambda at $SFN_LOCK_LAMBDA_URL, table $SFN_LOCK_TABLE (logs in $logs)" >&2
 "$@"

@@ -10,14 +10,17 @@ It also answers GET /_sfn_lock/in-flight (outside the lock) with the number of
 requests received and not yet answered: after a SIGSTOP/SIGCONT pause, a test
 waits for that to reach 0, so no stalled write lands after it has looked.
 
-Usage: python dynamodb_server.py PORT
+Usage: python dynamodb_server.py PORT_FILE
+Listens on a port the system picks on 127.0.0.1 and, once listening, writes
+that port to PORT_FILE (a port picked by the caller beforehand could be taken
+by another process before this one binds it).
 """
 
 import os
 import sys
 import threading
 
-from werkzeug.serving import run_simple
+from werkzeug.serving import make_server
 
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -33,8 +36,7 @@ class NoDelayRequestHandler(MotoRequestHandler):
 
 
 def main() -> None:
-    port = int(sys.argv[1])
-    os.environ.setdefault("MOTO_PORT", str(port))
+    port_file = sys.argv[1]
     moto_app = DomainDispatcherApplication(create_backend_app)
     one_at_a_time = threading.Lock()
     counting = threading.Lock()
@@ -57,13 +59,19 @@ def main() -> None:
             with counting:
                 in_flight -= 1
 
-    run_simple(
+    server = make_server(
         "127.0.0.1",
-        port,
+        0,
         serialised_app,
         threaded=True,
         request_handler=NoDelayRequestHandler,
     )
+    # moto builds URLs (SQS queue URLs) from MOTO_PORT.
+    os.environ["MOTO_PORT"] = str(server.port)
+    with open(port_file + ".tmp", "w") as out:
+        out.write(str(server.port))
+    os.replace(port_file + ".tmp", port_file)
+    server.serve_forever()
 
 
 if __name__ == "__main__":
