@@ -6,6 +6,7 @@ pub mod lossy_proxy;
 
 pub mod sfn;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -103,9 +104,9 @@ pub async fn get_item(
         .item
 }
 
-/// Every item of the table, rendered and sorted: equal before and after means unchanged.
-pub async fn table_snapshot(client: &Client) -> Vec<String> {
-    let mut rows = Vec::new();
+/// Every item of the table by lock name, each rendered with its fields sorted.
+pub async fn table_snapshot(client: &Client) -> BTreeMap<String, String> {
+    let mut rows = BTreeMap::new();
     let mut start = None;
     loop {
         let page = client
@@ -117,17 +118,46 @@ pub async fn table_snapshot(client: &Client) -> Vec<String> {
             .await
             .expect("Scan of the local table");
         for item in page.items() {
+            let name = format!("{:?}", item.get("lockName"));
             let mut fields: Vec<String> = item.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
             fields.sort();
-            rows.push(fields.join(","));
+            rows.insert(name, fields.join(","));
         }
         match page.last_evaluated_key {
             Some(key) if !key.is_empty() => start = Some(key),
             _ => break,
         }
     }
-    rows.sort();
     rows
+}
+
+/// Whether `name` (as rendered by [`table_snapshot`]) came from [`unique`]:
+/// another test's lock, which that test may write at any time.
+pub fn is_unique_name(rendered: &str) -> bool {
+    let name = rendered
+        .strip_prefix("Some(S(\"")
+        .and_then(|rest| rest.strip_suffix("\"))"))
+        .unwrap_or(rendered);
+    let mut parts = name.rsplit('-');
+    (0..3).all(|_| {
+        parts
+            .next()
+            .is_some_and(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// The lock names whose items differ between two snapshots, added or removed
+/// included, leaving out the other tests' [`unique`] locks.
+pub fn changed_outside_other_tests(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let names: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    names
+        .into_iter()
+        .filter(|name| before.get(*name) != after.get(*name) && !is_unique_name(name))
+        .cloned()
+        .collect()
 }
 
 /// What a Lambda invocation of a real binary returned.
