@@ -54,7 +54,11 @@ export function stackEnv() {
 // ---------------------------------------------------------------------------
 // Definitions
 
-export const STATE_MACHINE_DIR = new URL('../../statemachine/', import.meta.url);
+// SFN_LOCK_STATE_MACHINE_DIR, an absolute path, reads the definitions from elsewhere (the
+// mutated copies of tests/mutants/hand_mutations.py); unset, from statemachine/.
+export const STATE_MACHINE_DIR = process.env.SFN_LOCK_STATE_MACHINE_DIR
+  ? new URL(`file://${process.env.SFN_LOCK_STATE_MACHINE_DIR.replace(/\/*$/, '/')}`)
+  : new URL('../../statemachine/', import.meta.url);
 
 const functionArn = (name) => `arn:aws:lambda:${REGION}:${ACCOUNT}:function:sfn-lock-e2e-${name}`;
 const stateMachineArn = (name) => `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${name}`;
@@ -312,6 +316,13 @@ export const FAST_RETRIES = Object.freeze({
   'Release Lock After Failure': [10],
 });
 
+/**
+ * In a retryIntervalOverrides array, leaves that retrier's pause as the definition
+ * computes it (IntervalSeconds, BackoffRate, MaxDelaySeconds, JitterStrategy): the
+ * interpreter overrides an entry only if it is >= 0 (its documented -1).
+ */
+export const REAL_PAUSE = -1;
+
 /** What one execution's handlers and event log have seen so far. */
 class RunRecord {
   constructor(executionArn) {
@@ -402,7 +413,8 @@ async function outcomeOf(result) {
  *                               (a lost response).
  *   beforeRelease(state, attempt, record)  awaited before each real release-lock call
  *                               from `state`; may throw to make that release fail.
- *   retryIntervalOverrides      per state, merged over FAST_RETRIES.
+ *   retryIntervalOverrides      per state, merged over FAST_RETRIES; REAL_PAUSE in an
+ *                               array keeps that retrier's real pauses.
  *   waitTimeOverrides           { [Wait state name]: milliseconds }; Wait states not
  *                               named here wait their real Seconds.
  *   redriveCount                $$.Execution.RedriveCount (default 0, a first run).

@@ -4,6 +4,9 @@
 # node_modules (asl-validator, Node 22), both installed by `make tools`.
 #
 #   tests/template/check.sh            run every check, exit 1 if any failed
+#   CHECK_ONLY='sweep wiring' tests/template/check.sh
+#                                      run only the step of that name (exit 2 if none
+#                                      has it); tests/mutants/hand_mutations.py uses it
 #
 # 1. cfn-lint                       CloudFormation and SAM schema and rules
 # 2. sam validate --lint            SAM's own validation (no credentials needed)
@@ -19,9 +22,13 @@
 #                                   the sweep's settings and permissions
 # 9. retry_bounds (+ self-test)     every retrier's worst case from its parameters: the
 #                                   wait's pauses capped and jittered, transient retries bounded
-# 10. asl_substitutions              ${...} in statemachine/*.asl.json match
+# 10. function_time_budget (+ self-test)  each function's worst case of SDK time (timeouts,
+#                                   attempts and backoff from the Rust source; one round of
+#                                   acquire, the deadline guard cutting later ones) plus
+#                                   margins fits its Lambda Timeout; the guards are in place
+# 11. asl_substitutions              ${...} in statemachine/*.asl.json match
 #                                   DefinitionSubstitutions; asl-validator passes
-# 11. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
+# 12. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region
 set -uo pipefail
@@ -48,6 +55,7 @@ failures=()
 step() {
     local name=$1
     shift
+    [ -n "${CHECK_ONLY:-}" ] && [ "$name" != "$CHECK_ONLY" ] && return
     echo "==> $name"
     if "$@"; then
         passed=$((passed + 1))
@@ -74,6 +82,8 @@ step "sweep wiring self-test" "$PY" "$HERE/sweep_wiring.py" --self-test
 step "sweep wiring" "$PY" "$HERE/sweep_wiring.py" template.yaml
 step "retry bounds self-test" "$PY" "$HERE/retry_bounds.py" --self-test
 step "retry bounds" "$PY" "$HERE/retry_bounds.py"
+step "function time budget self-test" "$PY" "$HERE/function_time_budget.py" --self-test
+step "function time budget" "$PY" "$HERE/function_time_budget.py" template.yaml
 step "asl substitutions self-test" "$PY" "$HERE/asl_substitutions.py" --self-test
 step "asl substitutions" "$PY" "$HERE/asl_substitutions.py" template.yaml
 step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --self-test
@@ -83,4 +93,8 @@ for name in "${failures[@]}"; do
     echo "failed: $name"
 done
 echo "template-checks: $passed passed, $failed failed"
+if [ $((passed + failed)) -eq 0 ]; then
+    echo "no step named '${CHECK_ONLY:-}'" >&2
+    exit 2
+fi
 [ "$failed" -eq 0 ]

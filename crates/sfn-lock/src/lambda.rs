@@ -111,7 +111,7 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(1))
         .operation_attempt_timeout(Duration::from_secs(2))
-        .operation_timeout(Duration::from_secs(5))
+        .operation_timeout(Duration::from_secs(4))
         .build();
     aws_config::defaults(BehaviorVersion::latest())
         .timeout_config(timeouts)
