@@ -141,7 +141,6 @@ where
             Some(connector) => is_retryable_dispatch(connector),
             None => true,
         },
-        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
         SdkError::ServiceError(failure) => {
             failure.raw().status().is_server_error()
                 || matches!(
@@ -158,6 +157,8 @@ where
         }
         // The request could not even be built: a retry builds it the same way.
         SdkError::ConstructionFailure(_) => false,
+        // Timeouts, unreadable responses, and whatever the SDK adds later: a
+        // retry may succeed, so the caller's answer is "maybe".
         _ => true,
     };
     if retryable {
@@ -189,11 +190,10 @@ const SETUP_FAILURES: &[&str] = &[
 ];
 
 /// Connection refused or reset, timeouts, a hint to retry: retryable. A
-/// failure before the request left, for lack of configuration: not.
+/// failure before the request left, for lack of configuration: not. (Only the
+/// SDK's "other" dispatch failures carry those causes; scanning every kind
+/// keeps the rule one sentence.)
 fn is_retryable_dispatch(error: &ConnectorError) -> bool {
-    if !error.is_other() || error.as_other().is_some() {
-        return true;
-    }
     let mut cause = error.source();
     while let Some(current) = cause {
         let name = format!("{current:?}");
@@ -249,6 +249,21 @@ mod tests {
                 serde_json::from_str(&diagnostic.error_message).expect("message is JSON");
             assert!(message["message"].is_string());
         }
+    }
+
+    #[test]
+    fn a_request_that_cannot_be_built_is_misconfigured_and_a_timeout_is_not() {
+        type Failure = SdkError<aws_sdk_dynamodb::operation::get_item::GetItemError, HttpResponse>;
+        let unbuildable = Failure::construction_failure("a required field is missing");
+        assert!(matches!(
+            classify("GetItem", unbuildable),
+            StoreError::Misconfigured(_)
+        ));
+        let timed_out = Failure::timeout_error("no answer in time");
+        assert!(matches!(
+            classify("GetItem", timed_out),
+            StoreError::Unavailable(_)
+        ));
     }
 
     #[test]
