@@ -122,7 +122,7 @@ impl Intercept for BeforeEachRenew {
             return Ok(());
         }
         let write = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if write % 2 == 0 {
+        if write.is_multiple_of(2) {
             self.writer.interfere(&self.lock_name, self.interference);
         }
         Ok(())
