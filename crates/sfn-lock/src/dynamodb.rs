@@ -346,9 +346,10 @@ impl LockStore for DynamoStore {
                     .ok_or_else(|| malformed(LOCK_NAME))?;
                 names.push(LockName::new(name.clone()).map_err(|_| malformed(LOCK_NAME))?);
             }
+            // DynamoDB leaves LastEvaluatedKey out after the last page.
             match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start_key = Some(key),
-                _ => return Ok(names),
+                Some(key) => start_key = Some(key),
+                None => return Ok(names),
             }
         }
     }
