@@ -30,6 +30,13 @@ pub enum LockError {
         expires_at: String,
         max_wait_seconds: u32,
     },
+    /// The store did not answer while the caller may still wait. Step Functions
+    /// counts a retrier's attempts across the whole wait, so a bounded
+    /// store-error retrier would end a long wait after a few scattered
+    /// hiccups: inside the bound this is one more reason to wait, under the
+    /// wait's own name. (The write may have landed: the retry renews it.)
+    #[error("lock {lock_name:?}: the lock store did not answer, waiting on: {detail}")]
+    StoreUnavailableWhileWaiting { lock_name: String, detail: String },
     /// The event or the function's configuration breaks a rule. Nothing was written.
     #[error("{field} {rule}")]
     InvalidRequest { field: String, rule: String },
@@ -53,7 +60,9 @@ impl LockError {
     /// The `errorType` Step Functions matches in `Retry` and `Catch`.
     pub fn error_type(&self) -> &'static str {
         match self {
-            LockError::Unavailable { .. } => "LockUnavailable",
+            LockError::Unavailable { .. } | LockError::StoreUnavailableWhileWaiting { .. } => {
+                "LockUnavailable"
+            }
             LockError::WaitTimeout { .. } => "LockWaitTimeout",
             LockError::InvalidRequest { .. } => "InvalidLockRequest",
             LockError::StoreUnavailable { .. } => "LockStoreUnavailable",
@@ -74,6 +83,10 @@ impl LockError {
                 expires_at,
             } => json!({
                 "lockName": lock_name, "holder": holder, "expiresAt": expires_at, "message": message,
+            }),
+            LockError::StoreUnavailableWhileWaiting { lock_name, .. } => json!({
+                "lockName": lock_name, "holder": null, "expiresAt": null,
+                "storeUnavailable": true, "message": message,
             }),
             LockError::WaitTimeout {
                 lock_name,
@@ -152,6 +165,7 @@ where
                             | "InternalServerError"
                             | "ServiceUnavailable"
                             | "TransactionConflictException"
+                            | "ReplicatedWriteConflictException"
                     )
                 )
         }
@@ -264,6 +278,42 @@ mod tests {
             classify("GetItem", timed_out),
             StoreError::Unavailable(_)
         ));
+    }
+
+    #[test]
+    fn a_replicated_write_conflict_is_worth_a_retry() {
+        // DynamoDB documents it as retryable (multi-Region strongly consistent
+        // global tables); the SDK's own retries may run out on it.
+        use aws_sdk_dynamodb::error::ErrorMetadata;
+        use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+        use aws_sdk_dynamodb::types::error::ReplicatedWriteConflictException;
+        let error = UpdateItemError::ReplicatedWriteConflictException(
+            ReplicatedWriteConflictException::builder()
+                .message("x")
+                .meta(
+                    ErrorMetadata::builder()
+                        .code("ReplicatedWriteConflictException")
+                        .build(),
+                )
+                .build(),
+        );
+        let response = HttpResponse::new(400.try_into().expect("a status code"), "".into());
+        assert!(matches!(
+            classify("UpdateItem", SdkError::service_error(error, response)),
+            StoreError::Unavailable(_)
+        ));
+    }
+
+    #[test]
+    fn waiting_on_a_silent_store_keeps_the_wait_s_name() {
+        let error = LockError::StoreUnavailableWhileWaiting {
+            lock_name: "etl".into(),
+            detail: "timeout".into(),
+        };
+        assert_eq!(error.error_type(), "LockUnavailable");
+        let message: serde_json::Value = serde_json::from_str(&error.error_message()).unwrap();
+        assert_eq!(message["storeUnavailable"], true);
+        assert_eq!(message["lockName"], "etl");
     }
 
     #[test]

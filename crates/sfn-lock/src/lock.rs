@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tracing::{info, warn};
 
-use crate::error::LockError;
+use crate::error::{LockError, StoreError};
 use crate::model::{AcquireOutcome, EpochMillis, Lease, ReleaseOutcome};
 use crate::request::{AcquireRequest, LeaseSeconds, ReleaseRequest};
 use crate::store::LockStore;
@@ -62,13 +62,27 @@ impl<S: LockStore> Locker<S> {
         let lease = request.lease_seconds.unwrap_or(self.default_lease);
         let lock_name = request.lock_name.as_str();
         let owner = request.owner.as_str();
-        let outcome = self
+        let outcome = match self
             .store
             .acquire(&request.lock_name, &request.owner, lease, now)
             .await
-            .inspect_err(
-                |error| warn!(lock_name, owner, error = %error, "acquire failed at the store"),
-            )?;
+        {
+            Ok(outcome) => outcome,
+            Err(StoreError::Unavailable(detail))
+                if request.wait.is_some_and(|wait| !wait.has_run_out(now)) =>
+            {
+                warn!(lock_name, owner, error = %detail,
+                      "acquire failed at the store; the caller's wait goes on");
+                return Err(LockError::StoreUnavailableWhileWaiting {
+                    lock_name: lock_name.to_owned(),
+                    detail,
+                });
+            }
+            Err(error) => {
+                warn!(lock_name, owner, error = %error, "acquire failed at the store");
+                return Err(error.into());
+            }
+        };
         match outcome {
             AcquireOutcome::Granted(granted) => {
                 info!(lock_name, owner, fencing_token = granted.fencing_token,

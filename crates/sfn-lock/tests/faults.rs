@@ -5,13 +5,12 @@ mod common;
 use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::lossy_proxy::{losing_first_answer, store_via};
-use common::{client, get_item, table_name, unique};
+use common::{client, closing_endpoint, get_item, table_name, unique};
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockError, LockName, LockStore, Owner,
     StoreError,
 };
-use tokio::net::TcpListener;
 
 #[tokio::test]
 async fn a_lost_acquire_response_is_recovered_by_the_retry_with_the_same_token() {
@@ -65,13 +64,7 @@ async fn acquire_failure(store: &DynamoStore) -> (StoreError, &'static str) {
 
 #[tokio::test]
 async fn an_unreachable_store_is_lock_store_unavailable() {
-    // A port that was just free: connections are refused.
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let store = store_via(&format!("http://{closed}")).await;
+    let store = store_via(&closing_endpoint().await).await;
 
     let (error, error_type) = acquire_failure(&store).await;
 

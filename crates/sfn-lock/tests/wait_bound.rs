@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{client, table_name, unique};
+use common::lossy_proxy::store_via;
+use common::{client, closing_endpoint, table_name, unique};
 use serde_json::json;
 use sfn_lock::{DynamoStore, EpochMillis, LeaseSeconds, LockError, Locker};
 
@@ -58,4 +59,51 @@ async fn a_waiter_at_its_bound_gives_up_naming_the_holder() {
         }
         other => panic!("expected LockWaitTimeout, got {other:?}"),
     }
+}
+
+/// The same waiter against a store that cannot be reached.
+async fn unreachable_locker() -> Locker<DynamoStore> {
+    Locker::new(
+        store_via(&closing_endpoint().await).await,
+        LeaseSeconds::new("leaseSeconds", 3600).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_store_error_inside_the_wait_bound_is_one_more_reason_to_wait() {
+    // Step Functions counts a retrier's attempts across the whole wait
+    // (one state), so a bounded store-error retrier would end a long wait
+    // after a few scattered hiccups: inside the bound, the wait goes on.
+    let locker = unreachable_locker().await;
+    let started = EpochMillis::parse_rfc3339(STARTED_AT).unwrap();
+    match locker
+        .acquire(&waiter("unreachable"), EpochMillis(started.0 + 59_999))
+        .await
+    {
+        Err(LockError::StoreUnavailableWhileWaiting { .. }) => {}
+        other => panic!("expected a wait-on error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_store_error_past_the_wait_bound_or_without_one_stays_a_store_error() {
+    let locker = unreachable_locker().await;
+    let started = EpochMillis::parse_rfc3339(STARTED_AT).unwrap();
+    let past = locker
+        .acquire(&waiter("unreachable"), started.plus_seconds(60))
+        .await;
+    assert!(
+        matches!(past, Err(LockError::StoreUnavailable { .. })),
+        "{past:?}"
+    );
+    let unbounded = locker
+        .acquire(
+            &json!({"lockName": "unreachable", "owner": "arn:exec:waiter"}),
+            started,
+        )
+        .await;
+    assert!(
+        matches!(unbounded, Err(LockError::StoreUnavailable { .. })),
+        "{unbounded:?}"
+    );
 }

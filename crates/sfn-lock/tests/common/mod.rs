@@ -59,6 +59,22 @@ impl Intercept for RequestCounter {
     }
 }
 
+/// An endpoint that accepts every connection and closes it unanswered: a store
+/// that cannot be reached. It stays bound for the test's life (a port merely
+/// freed could be taken by another process and answer).
+pub async fn closing_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a local port");
+    let address = listener.local_addr().expect("local address");
+    tokio::spawn(async move {
+        while let Ok((connection, _)) = listener.accept().await {
+            drop(connection);
+        }
+    });
+    format!("http://{address}")
+}
+
 pub async fn client() -> Client {
     required_env("AWS_ENDPOINT_URL_DYNAMODB");
     Client::new(&sdk_config().await)
