@@ -234,6 +234,8 @@ mod tests {
         let instant = EpochMillis(1_764_500_000_250);
         let text = instant.to_rfc3339();
         assert_eq!(text, "2025-11-30T10:53:20.25Z");
+        // Log lines show instants the same way (`granted_before = %instant`).
+        assert_eq!(instant.to_string(), text);
         assert_eq!(EpochMillis::parse_rfc3339(&text), Some(instant));
         assert_eq!(EpochMillis::parse_rfc3339("yesterday"), None);
     }
