@@ -52,7 +52,11 @@ def retriers(states: dict) -> list[tuple[str, dict]]:
 def total_pauses(retrier: dict) -> float:
     interval, rate = retrier.get("IntervalSeconds", 1), retrier.get("BackoffRate", 2.0)
     cap = retrier.get("MaxDelaySeconds", float("inf"))
-    return sum(min(interval * rate**attempt, cap) for attempt in range(min(retrier.get("MaxAttempts", 3), 10_000)))
+    total, pause = 0.0, float(interval)
+    for _ in range(min(retrier.get("MaxAttempts", 3), 10_000)):
+        total += min(pause, cap)
+        pause = min(pause * rate, 1e12)  # grown past any cap: no float overflow
+    return total
 
 
 def problems(found: dict[str, dict]) -> list[str]:
@@ -60,6 +64,9 @@ def problems(found: dict[str, dict]) -> list[str]:
     for file, definition in found.items():
         for state, retrier in retriers(definition["States"]):
             where = f"{file}: {state} on {retrier['ErrorEquals']}"
+            # The ASL spec: MaxDelaySeconds is > 0 (and < 31622401); 0 is no cap at all.
+            if "MaxDelaySeconds" in retrier and not 0 < retrier["MaxDelaySeconds"] < 31_622_401:
+                out.append(f"{where}: MaxDelaySeconds {retrier['MaxDelaySeconds']} is outside 1..31622400")
             if "LockUnavailable" in retrier["ErrorEquals"]:
                 cap = retrier.get("MaxDelaySeconds")
                 if cap is None or cap > MAX_OVERSHOOT_SECONDS:
@@ -85,6 +92,8 @@ def self_test() -> int:
         "no jitter on the wait": lambda s: s["Acquire Lock"]["Retry"][0].pop("JitterStrategy"),
         "an uncapped transient retrier": lambda s: (s["Release Lock"]["Retry"][0].pop("MaxDelaySeconds"),
                                                   s["Release Lock"]["Retry"][0].update(MaxAttempts=20)),
+        "MaxDelaySeconds 0 on the wait (no cap)": lambda s: s["Acquire Lock"]["Retry"][0].update(MaxDelaySeconds=0),
+        "a capped transient retrier with 2000 attempts": lambda s: s["Release Lock"]["Retry"][0].update(MaxAttempts=2000),
     }
     if problems(good):
         failures += 1

@@ -12,7 +12,8 @@ const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 /// Runs `work` but answers `LockStoreUnavailable` before the Lambda timeout
 /// would: the SDK's timeouts times its attempts (times acquire's rounds) may
 /// exceed the function's `Timeout`, and a timed-out function gives Step
-/// Functions `Lambda.Unknown`, which says nothing about the lock. A write cut
+/// Functions `Sandbox.Timedout` (`Lambda.Unknown` on older runtimes), which
+/// says nothing about the lock. A write cut
 /// short may have landed: the caller treats this answer as "maybe", as it
 /// treats every `LockStoreUnavailable` (a retry by the same owner is safe).
 pub(crate) async fn within_deadline<T>(

@@ -1,7 +1,7 @@
 //! A TCP proxy in front of the local DynamoDB server that loses one answer:
 //! the first request reaches the server and lands, and its connection is closed
-//! before the answer reaches the caller, so the SDK sees an I/O error and
-//! retries at once. (Closing rather than going silent keeps the test free of
+//! before the answer reaches the caller, so the SDK sees the connection closed
+//! (hyper's IncompleteMessage, a transient error) and retries after its backoff. (Closing rather than going silent keeps the test free of
 //! timing: a silent connection would need a short attempt timeout, which a
 //! slow answer on a busy machine could also trip.)
 
