@@ -20,8 +20,12 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.venv"
-logs="$root/target/local-stack"
-mkdir -p "$logs"
+# Each stack logs to its own directory: two stacks at once (a developer's and a
+# test's) must not truncate each other's function log, which tests read.
+mkdir -p "$root/target/local-stack"
+find "$root/target/local-stack" -mindepth 1 -maxdepth 1 -type d -name 'run.*' -mmin +1440 \
+  -exec rm -rf {} + 2>/dev/null || true
+logs=$(mktemp -d "$root/target/local-stack/run.XXXXXX")
 
 if [ ! -x "$venv/bin/moto_server" ] || [ ! -x "$venv/bin/cargo-lambda" ]; then
   echo "local-stack: $venv lacks moto or cargo-lambda; run 'make tools' first" >&2
