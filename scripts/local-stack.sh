@@ -109,7 +109,7 @@ export SFN_LOCK_LAMBDA_LOG="$logs/lambda.log"
   # The sweep serves the state machines tests/common/sfn.rs creates on moto.
   machines="arn:aws:states:$AWS_REGION:123456789012:stateMachine"
   LOCK_TABLE_NAME="$SFN_LOCK_TABLE" AWS_LAMBDA_LOG_FORMAT=JSON \
-    SWEPT_STATE_MACHINE_ARNS="$machines:sfn-lock-locked,$machines:sfn-lock-attached" \
+    SWEPT_STATE_MACHINE_ARNS="$machines:sfn-lock-locked,$machines:sfn-lock-attached,$machines:sfn-lock-skip-if-running" \
     ATTACHED_STATE_MACHINE_ARN="$machines:sfn-lock-attached" \
     TARGET_STATE_MACHINE_ARN="$machines:sfn-lock-target" \
     SWEEP_GRACE_SECONDS=600 CLEANUP_QUEUE_URL="$SFN_LOCK_CLEANUP_QUEUE_URL" \

@@ -28,7 +28,9 @@
 #                                   margins fits its Lambda Timeout; the guards are in place
 # 11. asl_substitutions              ${...} in statemachine/*.asl.json match
 #                                   DefinitionSubstitutions; asl-validator passes
-# 12. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
+# 12. asl_variants (+ self-test)    skip-if-running.asl.json is locked-workflow.asl.json but
+#                                   for the skip (no wait; one Catch on LockUnavailable only)
+# 13. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region
 set -uo pipefail
@@ -86,6 +88,8 @@ step "function time budget self-test" "$PY" "$HERE/function_time_budget.py" --se
 step "function time budget" "$PY" "$HERE/function_time_budget.py" template.yaml
 step "asl substitutions self-test" "$PY" "$HERE/asl_substitutions.py" --self-test
 step "asl substitutions" "$PY" "$HERE/asl_substitutions.py" template.yaml
+step "asl variants self-test" "$PY" "$HERE/asl_variants.py" --self-test
+step "asl variants" "$PY" "$HERE/asl_variants.py"
 step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --self-test
 step "target state machine" "$PY" "$HERE/target_state_machine.py" template.yaml
 

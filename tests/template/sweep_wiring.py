@@ -7,6 +7,10 @@
 - The rule's target sends only what the sweep reads: its InputTransformer,
   filled in from a documented ABORTED event, is an EventBridge envelope whose
   detail has executionArn and status, and no execution input or output.
+- Every state machine the stack deploys (LockedWorkflowStateMachine,
+  SkipIfRunningStateMachine, the attach variant) is swept: the rule's
+  stateMachineArn list, SWEPT_STATE_MACHINE_ARNS and the DescribeExecution
+  grant each name it.
 - The function gets the settings the code reads (crates/sfn-lock/src/sweep_policy.rs,
   lambda.rs) and the calls it makes are allowed: DescribeExecution (every end
   is confirmed), SendMessage on the cleanup queue (early events go back).
@@ -111,10 +115,41 @@ def pattern_problems(pattern: dict) -> list[str]:
     return found
 
 
+def names_machine(expression: Any, machine: str, attribute: str = "") -> bool:
+    """Whether a template expression refers to the state machine: !Ref NAME or
+    ${NAME} in a !Sub (with attribute ".Name": ${NAME.Name} or !GetAtt NAME.Name)."""
+    text = json.dumps(expression)
+    if attribute:
+        return f"${{{machine}{attribute}}}" in text or json.dumps({"Fn::GetAtt": [machine, attribute[1:]]}) in text
+    return json.dumps({"Ref": machine}) in text or f"${{{machine}}}" in text
+
+
+def swept_machines_problems(resources: dict[str, Any]) -> list[str]:
+    """Each of the stack's own state machines takes the lock, so the sweep must
+    see its ends (the rule), accept them (SWEPT_STATE_MACHINE_ARNS) and may
+    confirm them (DescribeExecution on its executions)."""
+    found = []
+    machines = [name for name, resource in resources.items() if resource.get("Type") == "AWS::Serverless::StateMachine"]
+    rule_arns = resources["ExecutionEndedRule"]["Properties"]["EventPattern"].get("detail", {}).get("stateMachineArn")
+    function = resources["ReleaseExecutionLocksFunction"]["Properties"]
+    swept = function["Environment"]["Variables"].get("SWEPT_STATE_MACHINE_ARNS")
+    describe = [statement.get("Resource") for policy in function["Policies"] for statement in policy.get("Statement", [])
+                if statement.get("Sid") == "ConfirmTheExecutionEnded"]
+    for machine in machines:
+        if not names_machine(rule_arns, machine):
+            found.append(f"the rule does not match the ends of {machine}")
+        if not names_machine(swept, machine):
+            found.append(f"SWEPT_STATE_MACHINE_ARNS lacks {machine}")
+        if not names_machine(describe, machine, ".Name"):
+            found.append(f"the sweep may not DescribeExecution {machine}'s executions (ConfirmTheExecutionEnded)")
+    return found
+
+
 def problems(template: dict[str, Any]) -> list[str]:
     found = []
     resources = template["Resources"]
     found += pattern_problems(resources["ExecutionEndedRule"]["Properties"]["EventPattern"])
+    found += swept_machines_problems(resources)
     mapping = resources["ReleaseExecutionLocksEventSourceMapping"]["Properties"]
     if "ReportBatchItemFailures" not in mapping.get("FunctionResponseTypes", []):
         found.append("the cleanup event source mapping does not report batch item failures")
@@ -163,7 +198,23 @@ def self_test(template: dict[str, Any]) -> int:
         change(copied["Resources"])
         return copied
 
+    def drop_skip_if_running(expression: Any) -> Any:
+        # !Join ["", [Locked, !Sub ",${SkipIfRunningStateMachine}", ...]] without that !Sub.
+        parts = expression["Fn::Join"][1]
+        parts[:] = [part for part in parts if part != {"Fn::Sub": ",${SkipIfRunningStateMachine}"}]
+        return expression
+
+    def describe_statement(r: dict[str, Any]) -> dict[str, Any]:
+        return next(s for s in r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"]
+                    if s.get("Sid") == "ConfirmTheExecutionEnded")
+
     cases = {
+        "skip-if-running missing from the rule": lambda r: drop_skip_if_running(
+            r["ExecutionEndedRule"]["Properties"]["EventPattern"]["detail"]["stateMachineArn"]["Fn::Split"][1]),
+        "skip-if-running missing from SWEPT_STATE_MACHINE_ARNS": lambda r: drop_skip_if_running(
+            r["ReleaseExecutionLocksFunction"]["Properties"]["Environment"]["Variables"]["SWEPT_STATE_MACHINE_ARNS"]),
+        "DescribeExecution without skip-if-running's executions": lambda r: describe_statement(r).update(
+            Resource=[x for x in describe_statement(r)["Resource"] if "SkipIfRunningStateMachine" not in json.dumps(x)]),
         "no per-record failures": lambda r: r["ReleaseExecutionLocksEventSourceMapping"]["Properties"].pop("FunctionResponseTypes"),
         "whole events to the queue": lambda r: r["ExecutionEndedRule"]["Properties"]["Targets"][0].pop("InputTransformer"),
         "input in the message": lambda r: r["ExecutionEndedRule"]["Properties"]["Targets"][0]["InputTransformer"].update(
