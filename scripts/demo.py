@@ -48,7 +48,7 @@ def show(step, function, event, expect_error=None):
 def main():
     print(f"sfn-lock demo: two executions want the lock {LOCK!r}")
     first = show("1. run-41 acquires the free lock", "acquire-lock", {"lockName": LOCK, "owner": FIRST, "leaseSeconds": 900})
-    show("2. run-42 finds it held (the state machine would Retry on LockUnavailable)",
+    show("2. run-42 finds it held (locked-workflow retries on LockUnavailable; skip-if-running ends as skipped)",
          "acquire-lock", {"lockName": LOCK, "owner": SECOND}, expect_error="LockUnavailable")
     show("3. run-41 releases, passing its acquire output straight through", "release-lock", first)
     second = show("4. run-42 acquires on its next retry", "acquire-lock", {"lockName": LOCK, "owner": SECOND})

@@ -18,28 +18,13 @@ import {
   readLock,
   stackEnv,
   startExecution,
+  storeDrained,
   uniqueLockName,
   warmUp,
 } from './harness.mjs';
 
 before(warmUp);
 
-/**
- * Resolves once the DynamoDB server has answered every request it received
- * (bounded). Stalled connections wait in the listen backlog ahead of ours, but a
- * request is counted only once its thread runs, so "none in flight" must hold
- * for three polls in a row, 50 ms apart, to count.
- */
-async function storeDrained() {
-  const url = `${stackEnv().dynamodbEndpoint}/_sfn_lock/in-flight`;
-  let quiet = 0;
-  for (let tries = 0; tries < 600; tries++) {
-    quiet = (await (await fetch(url)).text()) === '0' ? quiet + 1 : 0;
-    if (quiet === 3) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('the DynamoDB server still had requests in flight 30 s after it resumed');
-}
 after(closeClients);
 
 test('the lock store goes down during Acquire Lock: the wait goes on and the run completes', async () => {

@@ -145,9 +145,15 @@ export function readmeRecipe() {
   return blocks[0][1];
 }
 
-/** `file` with the test substitutions, on `lockName`. */
-function definitionFor(file, lockName, values) {
-  return loadDefinition(file, { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values });
+/**
+ * `file` with the test substitutions, on `lockName`, less the placeholders in `unused`
+ * (so that a definition which starts using one of them fails to load instead of quietly
+ * getting a value).
+ */
+function definitionFor(file, lockName, values, unused = []) {
+  const substitutions = { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values };
+  for (const name of unused) delete substitutions[name];
+  return loadDefinition(file, substitutions);
 }
 
 /** locked-workflow.asl.json with the test substitutions, on `lockName`. */
@@ -155,9 +161,12 @@ export function lockedWorkflowFor(lockName, values = {}) {
   return definitionFor('locked-workflow.asl.json', lockName, values);
 }
 
-/** skip-if-running.asl.json with the test substitutions (it uses no MaxWaitSeconds), on `lockName`. */
+/**
+ * skip-if-running.asl.json with the test substitutions, on `lockName`: the same values as
+ * lockedWorkflowFor but MaxWaitSeconds, which it must not use (it never waits).
+ */
 export function skipIfRunningFor(lockName, values = {}) {
-  return definitionFor('skip-if-running.asl.json', lockName, values);
+  return definitionFor('skip-if-running.asl.json', lockName, values, ['MaxWaitSeconds']);
 }
 
 /** A lock name no other scenario (or earlier run against the same table) uses. */
@@ -304,6 +313,40 @@ export async function expireLock(lockName, millisecondsAgo = 1000) {
   );
 }
 
+/**
+ * Resolves once the DynamoDB server has answered every request it received
+ * (bounded). Stalled connections wait in the listen backlog ahead of ours, but a
+ * request is counted only once its thread runs, so "none in flight" must hold
+ * for three polls in a row, 50 ms apart, to count.
+ */
+export async function storeDrained() {
+  const url = `${stackEnv().dynamodbEndpoint}/_sfn_lock/in-flight`;
+  let quiet = 0;
+  for (let tries = 0; tries < 600; tries++) {
+    quiet = (await (await fetch(url)).text()) === '0' ? quiet + 1 : 0;
+    if (quiet === 3) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('the DynamoDB server still had requests in flight 30 s after it resumed');
+}
+
+/**
+ * Pauses the stack's DynamoDB server with SIGSTOP (moto keeps its data in memory, so a
+ * restart would lose it): every request to it stalls until `resume()` (idempotent). A
+ * test that pauses it must resume it whatever happens (finally), and wait for
+ * storeDrained() before it looks at the table.
+ */
+export function pauseStore() {
+  const { dynamodbPid } = stackEnv();
+  if (!dynamodbPid) throw new Error('SFN_LOCK_DYNAMODB_PID is unset: run under scripts/local-stack.sh');
+  process.kill(dynamodbPid, 'SIGSTOP');
+  let paused = true;
+  return () => {
+    if (paused) process.kill(dynamodbPid, 'SIGCONT');
+    paused = false;
+  };
+}
+
 /** Lets the process exit once the tests are done with the table. */
 export function closeClients() {
   dynamodb?.destroy();
@@ -348,6 +391,14 @@ class RunRecord {
 
   get enteredStates() {
     return this.events.filter((event) => event.type === 'StateEntered').map((event) => event.state.name);
+  }
+
+  /**
+   * State transitions as Step Functions bills them: one per state entered, one per retry
+   * (the rule bench/transitions.mjs counts by).
+   */
+  get transitions() {
+    return this.events.filter((event) => event.type === 'StateEntered' || event.type === 'StateRetried').length;
   }
 
   errorsOf(attempts) {

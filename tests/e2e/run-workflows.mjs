@@ -114,6 +114,7 @@ export async function skipWhileRunning() {
   const problems = [];
   if (firstOutcome.status !== 'SUCCEEDED') problems.push(`skip-demo-1 ended ${firstOutcome.status}`);
   if (second.status !== 'SUCCEEDED' || second.output?.skipped !== true) problems.push(`skip-demo-2 was not skipped: ${JSON.stringify(second)}`);
+  else if (second.output.lock?.holder !== first.executionArn) problems.push(`skip-demo-2 named ${second.output.lock?.holder}, not skip-demo-1`);
   if (second.record.workloadCalls.length !== 0) problems.push('skip-demo-2 ran its workload');
   if ((await readLock(lockName)).held) problems.push('the lock is still held');
   return { lockName, first: { ...firstOutcome, executionArn: first.executionArn }, second, problems };
@@ -122,9 +123,9 @@ export async function skipWhileRunning() {
 function printSkip({ lockName, first, second, problems }) {
   console.log(`
 skip if running (statemachine/skip-if-running.asl.json) on lock "${lockName}":`);
-  console.log(`skip-demo-1 ${first.status}, output ${JSON.stringify(first.output)}`);
-  console.log(`skip-demo-2, started while skip-demo-1 ran its workload: ${second.status} after ${second.record.enteredStates.join(' -> ')}`);
-  console.log(`  output ${JSON.stringify(second.output)}`);
+  console.log(`skip-demo-2, started while skip-demo-1 ran its workload: ${second.status} after ${second.record.enteredStates.join(' -> ')} (${second.record.transitions} transitions)`);
+  console.log(`  output ${JSON.stringify(second.output, null, 2).replace(/\n/g, '\n  ')}`);
+  console.log(`skip-demo-1 then ${first.status}, output ${JSON.stringify(first.output)}`);
   if (problems.length === 0) console.log('OK: the second execution was skipped, its workload never ran.');
   for (const problem of problems) console.log(`PROBLEM: ${problem}`);
 }

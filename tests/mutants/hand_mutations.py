@@ -71,6 +71,7 @@ class Mutation:
 
 LOCKED = "statemachine/locked-workflow.asl.json"
 ATTACH = "statemachine/attach-existing.asl.json"
+SKIP = "statemachine/skip-if-running.asl.json"
 TEMPLATE = "template.yaml"
 
 MUTATIONS = [
@@ -119,6 +120,30 @@ MUTATIONS = [
         replace="States.MathAdd(${ExecutionTimeoutSeconds}, ${LeaseMarginSeconds})",
         why="the lease outlasts a task that runs on after its (attach variant's) execution ended",
         check="parameter orderings",
+    ),
+    Mutation(
+        id="rule-misses-skip-if-running",
+        file=TEMPLATE,
+        find='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", ',
+        replace='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, ',
+        why="the sweep sees the ends of skip-if-running executions too (a stopped one would keep its lock until the lease ends)",
+        check="sweep wiring",
+    ),
+    Mutation(
+        id="skip-on-store-error",
+        file=SKIP,
+        find='            "LockUnavailable"\n          ],\n          "Next": "Parse Lock Held"',
+        replace='            "LockUnavailable",\n            "LockStoreUnavailable"\n          ],\n          "Next": "Parse Lock Held"',
+        why="a skip means someone else runs, never that the store was down: only LockUnavailable is caught into the skip",
+        check="asl variants",
+    ),
+    Mutation(
+        id="skip-variant-drifts",
+        file=SKIP,
+        find='"States.Timeout",\n            "States.HeartbeatTimeout",',
+        replace='"States.HeartbeatTimeout",',
+        why="skip-if-running runs its workload exactly as the locked workflow: a change to one definition alone is noticed",
+        check="asl variants",
     ),
     # ------------------------------------------------------------------- e2e
     Mutation(

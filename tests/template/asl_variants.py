@@ -11,7 +11,8 @@ locked workflow:
   no LockUnavailable retrier;
 - its one extra Catch takes LockUnavailable, and only that (a store error must
   never become a skip), to the two added Pass states Parse Lock Held and
-  Skipped;
+  Skipped, which run nothing and end the execution (Parse Lock Held -> Skipped,
+  End, with skipped: true);
 - the Comments differ.
 
 Usage: asl_variants.py | asl_variants.py --self-test
@@ -62,6 +63,12 @@ def problems(locked: dict, skip: dict) -> list[str]:
     for name in SKIP_STATES:
         if name not in states:
             out.append(f"no state {name!r}")
+    parse, skipped = states.get(SKIP_STATES[0]), states.get(SKIP_STATES[1])
+    if parse is not None and (parse.get("Type") != "Pass" or parse.get("Next") != SKIP_STATES[1]):
+        out.append(f"{SKIP_STATES[0]!r} must be a Pass state whose Next is {SKIP_STATES[1]!r}")
+    if skipped is not None and (skipped.get("Type") != "Pass" or skipped.get("End") is not True
+                                or "Next" in skipped or skipped.get("Parameters", {}).get("skipped") is not True):
+        out.append(f"{SKIP_STATES[1]!r} must be a Pass state that ends the execution with skipped: true")
     # Undo the documented differences; what is left must be the locked workflow.
     acquire["Catch"] = [c for c in acquire.get("Catch", []) if c not in skip_catches]
     locked_acquire = locked["States"]["Acquire Lock"]
@@ -100,6 +107,9 @@ def self_test() -> int:
         "a wait bound sent": lambda s: s["States"]["Acquire Lock"]["Parameters"]["Payload"].update(
             maxWaitSeconds=60),
         "the execution timeout changed": lambda s: s.update(TimeoutSeconds=1),
+        "a skipped run going on to the workload":
+            lambda s: (s["States"]["Skipped"].pop("End"), s["States"]["Skipped"].update(Next="Run Workload Under Lock")),
+        "the skip parsed into a Task": lambda s: s["States"]["Parse Lock Held"].update(Type="Task"),
     }
     for name, change in cases.items():
         broken = copy.deepcopy(skip)

@@ -29,7 +29,8 @@
 # 11. asl_substitutions              ${...} in statemachine/*.asl.json match
 #                                   DefinitionSubstitutions; asl-validator passes
 # 12. asl_variants (+ self-test)    skip-if-running.asl.json is locked-workflow.asl.json but
-#                                   for the skip (no wait; one Catch on LockUnavailable only)
+#                                   for the skip (no wait; one Catch on LockUnavailable only,
+#                                   to two Pass states that end with skipped: true)
 # 13. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region

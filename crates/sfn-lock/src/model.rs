@@ -261,7 +261,10 @@ mod tests {
     #[test]
     fn names_display_as_given() {
         // Answers and log lines carry them through Display.
-        assert_eq!(LockName::new("nightly etl/é").unwrap().to_string(), "nightly etl/é");
+        assert_eq!(
+            LockName::new("nightly etl/é").unwrap().to_string(),
+            "nightly etl/é"
+        );
         assert_eq!(Owner::new("arn:exec:1").unwrap().to_string(), "arn:exec:1");
     }
 }
