@@ -40,7 +40,8 @@ Time kept back from the Timeout
 
 Rules
     sdk-bounded        some timeout bounds every call (otherwise nothing fits)
-    deadline-guards    acquire and release run under within_deadline; the sweep
+    deadline-guards    release runs under within_deadline, acquire under
+                       acquire_within(budget(&event.context)); the sweep
                        takes budget(&event.context) and runs each record under within()
     <function>         its calls' worst case + the margins fit in its Timeout
 
@@ -360,11 +361,17 @@ def function_timeout(template: dict, binary: str) -> tuple[float | None, str]:
 def deadline_guards(sources: Sources) -> list[str]:
     found = []
     handlers = _code(sources[LAMBDA_RS])
-    for operation in ("acquire", "release"):
-        body = _block(handlers, rf"\bfn\s+handle_{operation}\s*\(", LAMBDA_RS)
-        if not re.search(rf"within_deadline\(\s*&event\.context\s*,\s*locker\.{operation}\(", body):
-            found.append(f"handle_{operation} does not run locker.{operation} under within_deadline: "
-                         "a call past the Timeout times the function out")
+    release = _block(handlers, r"\bfn\s+handle_release\s*\(", LAMBDA_RS)
+    if not re.search(r"within_deadline\(\s*&event\.context\s*,\s*locker\.release\(", release):
+        found.append("handle_release does not run locker.release under within_deadline: "
+                     "a call past the Timeout times the function out")
+    # acquire cuts its store call itself (Locker::acquire_within), so that a cut
+    # inside a wait bound is waited out like any other store error.
+    acquire = _block(handlers, r"\bfn\s+handle_acquire\s*\(", LAMBDA_RS)
+    if not (re.search(r"budget\(\s*&event\.context\s*\)", acquire)
+            and re.search(r"locker\s*\.acquire_within\([^;]*\bbudget\b", acquire)):
+        found.append("handle_acquire does not run locker.acquire_within with budget(&event.context): "
+                     "a call past the Timeout times the function out")
     if not re.search(r"budget\(\s*&event\.context\s*\)", _block(handlers, r"\bfn\s+handle_sweep\s*\(", LAMBDA_RS)):
         found.append("handle_sweep does not pass the invocation's budget(&event.context) to the sweep")
     if not re.search(r"within\(\s*left\s*,\s*self\.handle_record\(", _code(sources[CLEANUP_RS])):
@@ -604,6 +611,9 @@ def self_test(template: dict, sources: Sources) -> int:
         ("handle_release without within_deadline", "deadline-guards", [],
          [_Edit(LAMBDA_RS, "within_deadline(&event.context, locker.release(payload, EpochMillis::now()))",
                 "locker.release(payload, EpochMillis::now())")]),
+        ("handle_acquire without its budget", "deadline-guards", [],
+         [_Edit(LAMBDA_RS, ".acquire_within(payload, EpochMillis::now(), budget)",
+                ".acquire_within(payload, EpochMillis::now(), None)")]),
         ("the sweep's records without within(left, ...)", "deadline-guards", [],
          [_Edit(CLEANUP_RS, "within(left, self.handle_record(record, now)).await",
                 "self.handle_record(record, now).await")]),

@@ -210,7 +210,12 @@ pub async fn handle_acquire(
     event: LambdaEvent<Payload>,
 ) -> Result<AcquireResponse, Diagnostic> {
     let (locker, payload) = (configured(locker)?, lock_event(&event.payload)?);
-    Ok(within_deadline(&event.context, locker.acquire(payload, EpochMillis::now())).await?)
+    // The budget applies inside the lock's rules: a cut store call is a store
+    // error, which a caller still inside its wait bound waits out.
+    let budget = budget(&event.context);
+    Ok(locker
+        .acquire_within(payload, EpochMillis::now(), budget)
+        .await?)
 }
 
 pub async fn handle_release(

@@ -1,6 +1,8 @@
 //! What `acquire-lock` and `release-lock` do with an event: validate it, make
 //! one decision at the store, log that decision once, and answer.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::Value;
 use tracing::{info, warn};
@@ -58,15 +60,36 @@ impl<S: LockStore> Locker<S> {
         event: &Value,
         now: EpochMillis,
     ) -> Result<AcquireResponse, LockError> {
+        self.acquire_within(event, now, None).await
+    }
+
+    /// [`Locker::acquire`] with the store call cut at `budget` (the
+    /// invocation's remaining time): the cut is a store error, so a caller
+    /// still inside its wait bound keeps waiting, as for any other.
+    pub async fn acquire_within(
+        &self,
+        event: &Value,
+        now: EpochMillis,
+        budget: Option<Duration>,
+    ) -> Result<AcquireResponse, LockError> {
         let request = AcquireRequest::from_event(event)?;
         let lease = request.lease_seconds.unwrap_or(self.default_lease);
         let lock_name = request.lock_name.as_str();
         let owner = request.owner.as_str();
-        let outcome = match self
+        let store_call = self
             .store
-            .acquire(&request.lock_name, &request.owner, lease, now)
-            .await
-        {
+            .acquire(&request.lock_name, &request.owner, lease, now);
+        let answer = match budget {
+            None => store_call.await,
+            Some(budget) => tokio::time::timeout(budget, store_call)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(StoreError::Unavailable(
+                        "the store did not answer within the function's time budget".into(),
+                    ))
+                }),
+        };
+        let outcome = match answer {
             Ok(outcome) => outcome,
             Err(StoreError::Unavailable(detail))
                 if request.wait.is_some_and(|wait| !wait.has_run_out(now)) =>
