@@ -17,13 +17,11 @@ use aws_sdk_dynamodb::Client;
 
 pub(crate) use crate::error::classify;
 use crate::error::StoreError;
-use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
-use crate::request::LeaseSeconds;
-use crate::store::LockStore;
+use crate::model::{EpochMillis, LockName, Owner, ReleaseOutcome};
 // How items are written and read back: values, the holder, the lease.
-use crate::dynamodb_item::{
-    gc_after, holder_from, lease_from, malformed, number, release_id, string,
-};
+use crate::dynamodb_item::{gc_after, holder_from, number, string};
+use crate::dynamodb_permits::permit_of;
+pub use crate::dynamodb_permits::HOLDER_COUNT;
 
 pub const LOCK_NAME: &str = "lockName";
 pub const OWNER: &str = "owner";
@@ -59,7 +57,10 @@ pub const TTL_GRACE_SECONDS: u32 = 86_400;
 const GRANT: &str =
     "SET #owner = :owner, #acquiredAt = :now, #expiresAt = :expiresAt, #ttl = :ttl, \
      #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one";
-const GRANT_CONDITION: &str = "attribute_not_exists(#owner) OR #expiresAt < :now";
+/// A semaphore's permits block a mutex grant, expired or not: an acquire that
+/// finds only expired ones removes them first (`dynamodb_permits.rs`).
+const GRANT_CONDITION: &str = "(attribute_not_exists(#owner) OR #expiresAt < :now) \
+     AND (attribute_not_exists(#holderCount) OR #holderCount = :zero)";
 
 /// The caller holds this very grant and it is still live: move the expiry.
 const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
@@ -82,21 +83,75 @@ const RELEASE_GRANTED_BEFORE_CONDITION: &str =
 
 /// A grant or renewal races with other writers only when the lock changes hands
 /// between our two writes; after this many rounds something is badly wrong.
-const MAX_ACQUIRE_ROUNDS: usize = 3;
+pub(crate) const MAX_ACQUIRE_ROUNDS: usize = 3;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
-enum WriteFailure {
+pub(crate) enum WriteFailure {
     /// The condition did not hold; the item as it was (absent if there was none).
     ConditionFailed(Option<Item>),
     Store(StoreError),
 }
 
+/// One conditional `UpdateItem`: its expressions, and what their
+/// `#placeholders` and `:placeholders` stand for.
+pub(crate) struct Write {
+    pub(crate) update: String,
+    pub(crate) condition: String,
+    pub(crate) names: Vec<(String, String)>,
+    pub(crate) values: Vec<(String, AttributeValue)>,
+}
+
+impl Write {
+    pub(crate) fn new(update: impl Into<String>, condition: impl Into<String>) -> Self {
+        Write {
+            update: update.into(),
+            condition: condition.into(),
+            names: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// `#name` stands for `name`.
+    pub(crate) fn names(mut self, names: &[&str]) -> Self {
+        for name in names {
+            self.names.push((format!("#{name}"), (*name).to_owned()));
+        }
+        self
+    }
+
+    /// `placeholder` (`#p0`) stands for `name`: an attribute named by data.
+    pub(crate) fn name_as(mut self, placeholder: &str, name: &str) -> Self {
+        self.names.push((placeholder.to_owned(), name.to_owned()));
+        self
+    }
+
+    pub(crate) fn value(mut self, placeholder: &str, value: AttributeValue) -> Self {
+        self.values.push((placeholder.to_owned(), value));
+        self
+    }
+
+    /// Drops the placeholders neither expression uses (DynamoDB refuses
+    /// unused ones), for writes whose expressions are assembled from parts.
+    pub(crate) fn without_unused(mut self) -> Self {
+        let text = format!("{} {}", self.update, self.condition);
+        let used = |placeholder: &str| {
+            text.match_indices(placeholder).any(|(at, _)| {
+                !text[at + placeholder.len()..]
+                    .starts_with(|next: char| next.is_ascii_alphanumeric() || next == '_')
+            })
+        };
+        self.names.retain(|(placeholder, _)| used(placeholder));
+        self.values.retain(|(placeholder, _)| used(placeholder));
+        self
+    }
+}
+
 /// A [`LockStore`] on one DynamoDB table.
 #[derive(Clone, Debug)]
 pub struct DynamoStore {
-    client: Client,
-    table_name: String,
+    pub(crate) client: Client,
+    pub(crate) table_name: String,
 }
 
 impl DynamoStore {
@@ -107,29 +162,22 @@ impl DynamoStore {
         }
     }
 
-    async fn conditional_update(
+    pub(crate) async fn conditional_update(
         &self,
-        lock_name: &LockName,
-        update: &str,
-        condition: &str,
-        names: &[&str],
-        values: Vec<(&str, AttributeValue)>,
+        key: &str,
+        write: Write,
     ) -> Result<Item, WriteFailure> {
-        let mut request = self
+        let request = self
             .client
             .update_item()
             .table_name(&self.table_name)
-            .key(LOCK_NAME, AttributeValue::S(lock_name.as_str().to_owned()))
-            .update_expression(update)
-            .condition_expression(condition)
+            .key(LOCK_NAME, AttributeValue::S(key.to_owned()))
+            .update_expression(write.update)
+            .condition_expression(write.condition)
+            .set_expression_attribute_names(Some(write.names.into_iter().collect()))
+            .set_expression_attribute_values(Some(write.values.into_iter().collect()))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        for name in names {
-            request = request.expression_attribute_names(format!("#{name}"), *name);
-        }
-        for (placeholder, value) in values {
-            request = request.expression_attribute_values(placeholder, value);
-        }
         match request.send().await {
             Ok(output) => Ok(output.attributes.unwrap_or_default()),
             Err(SdkError::ServiceError(failure))
@@ -148,31 +196,33 @@ impl DynamoStore {
         }
     }
 
-    async fn grant(
+    pub(crate) async fn grant(
         &self,
         lock_name: &LockName,
         owner: &Owner,
         expires_at: EpochMillis,
         now: EpochMillis,
     ) -> Result<Item, WriteFailure> {
-        self.conditional_update(
-            lock_name,
-            GRANT,
-            GRANT_CONDITION,
-            &[OWNER, ACQUIRED_AT, EXPIRES_AT, TTL, FENCING_TOKEN],
-            vec![
-                (":owner", string(owner.as_str())),
-                (":now", number(now.0)),
-                (":expiresAt", number(expires_at.0)),
-                (":ttl", number(gc_after(expires_at))),
-                (":tokenBase", number(now.0.saturating_mul(1000))),
-                (":one", number(1)),
-            ],
-        )
-        .await
+        let write = Write::new(GRANT, GRANT_CONDITION)
+            .names(&[
+                OWNER,
+                ACQUIRED_AT,
+                EXPIRES_AT,
+                TTL,
+                FENCING_TOKEN,
+                HOLDER_COUNT,
+            ])
+            .value(":owner", string(owner.as_str()))
+            .value(":now", number(now.0))
+            .value(":expiresAt", number(expires_at.0))
+            .value(":ttl", number(gc_after(expires_at)))
+            .value(":tokenBase", number(token_base(now)))
+            .value(":one", number(1))
+            .value(":zero", number(0));
+        self.conditional_update(lock_name.as_str(), write).await
     }
 
-    async fn renew(
+    pub(crate) async fn renew(
         &self,
         lock_name: &LockName,
         owner: &Owner,
@@ -180,177 +230,78 @@ impl DynamoStore {
         expires_at: EpochMillis,
         now: EpochMillis,
     ) -> Result<Item, WriteFailure> {
-        self.conditional_update(
-            lock_name,
-            RENEW,
-            RENEW_CONDITION,
-            &[OWNER, FENCING_TOKEN, EXPIRES_AT, TTL],
-            vec![
-                (":owner", string(owner.as_str())),
-                (":fencingToken", number(fencing_token)),
-                (":now", number(now.0)),
-                (":expiresAt", number(expires_at.0)),
-                (":ttl", number(gc_after(expires_at))),
-            ],
-        )
-        .await
+        let write = Write::new(RENEW, RENEW_CONDITION)
+            .names(&[OWNER, FENCING_TOKEN, EXPIRES_AT, TTL])
+            .value(":owner", string(owner.as_str()))
+            .value(":fencingToken", number(fencing_token))
+            .value(":now", number(now.0))
+            .value(":expiresAt", number(expires_at.0))
+            .value(":ttl", number(gc_after(expires_at)));
+        self.conditional_update(lock_name.as_str(), write).await
     }
-    /// Release, optionally only of a grant made at or before `granted_before`.
-    async fn release_where(
+
+    /// The mutex-format release, optionally only of a grant made at or before
+    /// `granted_before`. `Ok(None)`: the caller holds a permit instead.
+    pub(crate) async fn release_mutex(
         &self,
         lock_name: &LockName,
         owner: &Owner,
+        release_id: &str,
         granted_before: Option<EpochMillis>,
         now: EpochMillis,
-    ) -> Result<ReleaseOutcome, StoreError> {
-        // The SDK retries this one request with the same id when an attempt's
-        // answer is lost; the id tells that retry its own landed write apart.
-        let release_id = release_id();
-        let mut values = vec![
-            (":owner", string(owner.as_str())),
-            (":ttl", number(gc_after(now))),
-            (":releaseId", string(&release_id)),
-        ];
+    ) -> Result<Option<ReleaseOutcome>, StoreError> {
         let condition = match granted_before {
             None => RELEASE_CONDITION,
-            Some(bound) => {
-                values.push((":grantedBefore", number(bound.0)));
-                RELEASE_GRANTED_BEFORE_CONDITION
-            }
+            Some(_) => RELEASE_GRANTED_BEFORE_CONDITION,
         };
-        let result = self
-            .conditional_update(
-                lock_name,
-                RELEASE,
-                condition,
-                &[
-                    OWNER,
-                    ACQUIRED_AT,
-                    EXPIRES_AT,
-                    TTL,
-                    RELEASED_BY,
-                    RELEASED_TOKEN,
-                    FENCING_TOKEN,
-                    RELEASE_ID,
-                ],
-                values,
-            )
-            .await;
-        let old_item = match result {
-            Ok(_) => return Ok(ReleaseOutcome::Released),
+        let mut write = Write::new(RELEASE, condition)
+            .names(&[
+                OWNER,
+                ACQUIRED_AT,
+                EXPIRES_AT,
+                TTL,
+                RELEASED_BY,
+                RELEASED_TOKEN,
+                FENCING_TOKEN,
+                RELEASE_ID,
+            ])
+            .value(":owner", string(owner.as_str()))
+            .value(":ttl", number(gc_after(now)))
+            .value(":releaseId", string(release_id));
+        if let Some(bound) = granted_before {
+            write = write.value(":grantedBefore", number(bound.0));
+        }
+        let old_item = match self.conditional_update(lock_name.as_str(), write).await {
+            Ok(_) => return Ok(Some(ReleaseOutcome::Released)),
             Err(WriteFailure::Store(error)) => return Err(error),
-            Err(WriteFailure::ConditionFailed(None)) => return Ok(ReleaseOutcome::NotHeld),
+            Err(WriteFailure::ConditionFailed(None)) => return Ok(Some(ReleaseOutcome::NotHeld)),
             Err(WriteFailure::ConditionFailed(Some(item))) => item,
         };
-        let landed = old_item
-            .get(RELEASE_ID)
-            .and_then(|value| value.as_s().ok())
-            .is_some_and(|id| *id == release_id);
-        if landed {
+        if released_by_this_call(&old_item, release_id) {
             // An earlier attempt of this very call freed the lock; whoever
             // holds it now got it afterwards, with no overlap.
-            Ok(ReleaseOutcome::Released)
+            Ok(Some(ReleaseOutcome::Released))
         } else if old_item.contains_key(OWNER) {
-            Ok(ReleaseOutcome::HeldByOther(holder_from(Some(&old_item))?))
+            Ok(Some(ReleaseOutcome::HeldByOther(holder_from(Some(
+                &old_item,
+            ))?)))
+        } else if permit_of(&old_item, owner)?.is_some() {
+            Ok(None)
         } else {
-            Ok(ReleaseOutcome::NotHeld)
+            Ok(Some(ReleaseOutcome::NotHeld))
         }
     }
 }
 
-impl LockStore for DynamoStore {
-    async fn acquire(
-        &self,
-        lock_name: &LockName,
-        owner: &Owner,
-        lease: LeaseSeconds,
-        now: EpochMillis,
-    ) -> Result<AcquireOutcome, StoreError> {
-        let expires_at = now.plus_seconds(lease.get());
-        for _ in 0..MAX_ACQUIRE_ROUNDS {
-            let old_item = match self.grant(lock_name, owner, expires_at, now).await {
-                Ok(item) => {
-                    return Ok(AcquireOutcome::Granted(lease_from(
-                        lock_name, owner, &item,
-                    )?))
-                }
-                Err(WriteFailure::Store(error)) => return Err(error),
-                Err(WriteFailure::ConditionFailed(old_item)) => old_item,
-            };
-            // The grant failed, so the item has a live owner.
-            let holder = holder_from(old_item.as_ref())?;
-            if holder.owner != owner.as_str() {
-                return Ok(AcquireOutcome::Held(holder));
-            }
-            // Our own live lease: a retried task or a deliberate renewal.
-            match self
-                .renew(lock_name, owner, holder.fencing_token, expires_at, now)
-                .await
-            {
-                Ok(item) => {
-                    return Ok(AcquireOutcome::Renewed(lease_from(
-                        lock_name, owner, &item,
-                    )?))
-                }
-                Err(WriteFailure::Store(error)) => return Err(error),
-                // Our lease ended or changed between the two writes: decide afresh.
-                Err(WriteFailure::ConditionFailed(_)) => continue,
-            }
-        }
-        Err(StoreError::Unavailable(format!(
-            "lock {lock_name:?} changed hands {MAX_ACQUIRE_ROUNDS} times during one acquire"
-        )))
-    }
+/// A brand-new item's first token: the grant time in microseconds (see [`GRANT`]).
+pub(crate) fn token_base(now: EpochMillis) -> i64 {
+    now.0.saturating_mul(1000)
+}
 
-    async fn release(
-        &self,
-        lock_name: &LockName,
-        owner: &Owner,
-        now: EpochMillis,
-    ) -> Result<ReleaseOutcome, StoreError> {
-        self.release_where(lock_name, owner, None, now).await
-    }
-
-    async fn release_granted_before(
-        &self,
-        lock_name: &LockName,
-        owner: &Owner,
-        granted_before: EpochMillis,
-        now: EpochMillis,
-    ) -> Result<ReleaseOutcome, StoreError> {
-        self.release_where(lock_name, owner, Some(granted_before), now)
-            .await
-    }
-
-    async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
-        let mut names = Vec::new();
-        let mut start_key = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table_name)
-                .index_name(OWNER_INDEX)
-                .key_condition_expression("#owner = :owner")
-                .expression_attribute_names("#owner", OWNER)
-                .expression_attribute_values(":owner", string(owner.as_str()))
-                .limit(OWNER_QUERY_PAGE_SIZE)
-                .set_exclusive_start_key(start_key)
-                .send()
-                .await
-                .map_err(|error| classify("Query", error))?;
-            for item in page.items() {
-                let name = item
-                    .get(LOCK_NAME)
-                    .and_then(|value| value.as_s().ok())
-                    .ok_or_else(|| malformed(LOCK_NAME))?;
-                names.push(LockName::new(name.clone()).map_err(|_| malformed(LOCK_NAME))?);
-            }
-            // DynamoDB leaves LastEvaluatedKey out after the last page.
-            match page.last_evaluated_key {
-                Some(key) => start_key = Some(key),
-                None => return Ok(names),
-            }
-        }
-    }
+/// Whether the item's release record is this call's own (an earlier attempt
+/// of it landed and its answer was lost).
+pub(crate) fn released_by_this_call(item: &Item, release_id: &str) -> bool {
+    item.get(RELEASE_ID)
+        .and_then(|value| value.as_s().ok())
+        .is_some_and(|id| id == release_id)
 }

@@ -15,19 +15,26 @@ use serde_json::json;
 /// Why an acquire or release did not happen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LockError {
-    /// Another live owner holds the lock. Retry after a wait.
-    #[error("lock {lock_name:?} is held by {holder:?} until {expires_at}")]
+    /// Live owners fill the caller's limit (one, for a mutex). Retry after a
+    /// wait. `holder` and `expires_at` name the lease that ends first.
+    #[error("{}", held(.lock_name, .holder, .expires_at, *.limit, .live_holders))]
     Unavailable {
         lock_name: String,
         holder: String,
         expires_at: String,
+        limit: u32,
+        /// Every live holder as `(owner, expiresAt)`, the first to end first.
+        live_holders: Vec<(String, String)>,
     },
     /// The lock was still held when the caller's wait bound ran out.
-    #[error("gave up waiting for lock {lock_name:?} after {max_wait_seconds} s; it is held by {holder:?} until {expires_at}")]
+    #[error("gave up waiting for lock {lock_name:?} after {max_wait_seconds} s; {}",
+            held(.lock_name, .holder, .expires_at, *.limit, .live_holders))]
     WaitTimeout {
         lock_name: String,
         holder: String,
         expires_at: String,
+        limit: u32,
+        live_holders: Vec<(String, String)>,
         max_wait_seconds: u32,
     },
     /// The store did not answer while the caller may still wait. Step Functions
@@ -81,8 +88,12 @@ impl LockError {
                 lock_name,
                 holder,
                 expires_at,
+                limit,
+                live_holders,
             } => json!({
-                "lockName": lock_name, "holder": holder, "expiresAt": expires_at, "message": message,
+                "lockName": lock_name, "holder": holder, "expiresAt": expires_at,
+                "limit": limit, "liveHolders": live_holders.len(),
+                "holders": holders_json(live_holders), "message": message,
             }),
             LockError::StoreUnavailableWhileWaiting { lock_name, .. } => json!({
                 "lockName": lock_name, "holder": null, "expiresAt": null,
@@ -92,9 +103,13 @@ impl LockError {
                 lock_name,
                 holder,
                 expires_at,
+                limit,
+                live_holders,
                 max_wait_seconds,
             } => json!({
                 "lockName": lock_name, "holder": holder, "expiresAt": expires_at,
+                "limit": limit, "liveHolders": live_holders.len(),
+                "holders": holders_json(live_holders),
                 "maxWaitSeconds": max_wait_seconds, "message": message,
             }),
             LockError::InvalidRequest { field, rule } => {
@@ -106,6 +121,49 @@ impl LockError {
         };
         body.to_string()
     }
+}
+
+/// Holders listed in an error message: enough to see who to wait for, while a
+/// limit of 1000 keeps the message small.
+pub const LISTED_HOLDERS: usize = 10;
+
+/// Why a lock is not available, in words: the mutex's sentence as it always
+/// was, and for a semaphore its limit, its live holders and the first end.
+fn held(
+    lock_name: &str,
+    holder: &str,
+    expires_at: &str,
+    limit: u32,
+    live_holders: &[(String, String)],
+) -> String {
+    if limit <= 1 {
+        return format!("lock {lock_name:?} is held by {holder:?} until {expires_at}");
+    }
+    let listed: Vec<String> = live_holders
+        .iter()
+        .take(LISTED_HOLDERS)
+        .map(|(owner, until)| format!("{owner:?} until {until}"))
+        .collect();
+    let more = live_holders.len().saturating_sub(LISTED_HOLDERS);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "lock {lock_name:?} admits no more holders: {} live of limit {limit} ({}{more}); \
+         the first lease ends at {expires_at}",
+        live_holders.len(),
+        listed.join(", "),
+    )
+}
+
+fn holders_json(live_holders: &[(String, String)]) -> serde_json::Value {
+    live_holders
+        .iter()
+        .take(LISTED_HOLDERS)
+        .map(|(owner, expires_at)| json!({ "owner": owner, "expiresAt": expires_at }))
+        .collect()
 }
 
 impl From<LockError> for Diagnostic {
@@ -124,6 +182,10 @@ pub enum StoreError {
     Unavailable(String),
     #[error("{0}")]
     Misconfigured(String),
+    /// The request breaks a rule of this store (a size it cannot hold).
+    /// Nothing was written.
+    #[error("{field} {rule}")]
+    Refused { field: String, rule: String },
 }
 
 impl From<StoreError> for LockError {
@@ -131,6 +193,7 @@ impl From<StoreError> for LockError {
         match error {
             StoreError::Unavailable(detail) => LockError::StoreUnavailable { detail },
             StoreError::Misconfigured(detail) => LockError::StoreMisconfigured { detail },
+            StoreError::Refused { field, rule } => LockError::InvalidRequest { field, rule },
         }
     }
 }
@@ -231,6 +294,8 @@ mod tests {
                     lock_name: "a".into(),
                     holder: "b".into(),
                     expires_at: "c".into(),
+                    limit: 1,
+                    live_holders: vec![("b".into(), "c".into())],
                 },
                 "LockUnavailable",
             ),
@@ -239,6 +304,8 @@ mod tests {
                     lock_name: "a".into(),
                     holder: "b".into(),
                     expires_at: "c".into(),
+                    limit: 1,
+                    live_holders: vec![("b".into(), "c".into())],
                     max_wait_seconds: 1,
                 },
                 "LockWaitTimeout",
@@ -322,6 +389,8 @@ mod tests {
             lock_name: "etl".into(),
             holder: "arn:exec:1".into(),
             expires_at: "2026-01-01T00:00:00Z".into(),
+            limit: 1,
+            live_holders: vec![("arn:exec:1".into(), "2026-01-01T00:00:00Z".into())],
         };
         let message: serde_json::Value = serde_json::from_str(&error.error_message()).unwrap();
         assert_eq!(message["holder"], "arn:exec:1");

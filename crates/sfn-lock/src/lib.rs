@@ -25,6 +25,9 @@ pub mod cleanup;
 mod deadline;
 pub mod dynamodb;
 mod dynamodb_item;
+mod dynamodb_permit_writes;
+pub mod dynamodb_permits;
+mod dynamodb_store;
 mod error;
 pub mod executions;
 pub mod lambda;
@@ -38,7 +41,8 @@ pub use dynamodb::DynamoStore;
 pub use error::{LockError, StoreError};
 pub use lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
 pub use model::{
-    AcquireOutcome, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome, MAX_LEASE_SECONDS,
+    AcquireOutcome, Contention, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome,
+    MAX_LEASE_SECONDS,
 };
-pub use request::{AcquireRequest, LeaseSeconds, ReleaseRequest, WaitBound};
+pub use request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, MAX_LIMIT};
 pub use store::LockStore;

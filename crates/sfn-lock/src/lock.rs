@@ -9,7 +9,7 @@ use tracing::{info, warn};
 
 use crate::error::{LockError, StoreError};
 use crate::model::{AcquireOutcome, EpochMillis, Lease, ReleaseOutcome};
-use crate::request::{AcquireRequest, LeaseSeconds, ReleaseRequest};
+use crate::request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest};
 use crate::store::LockStore;
 
 /// The lease used when an acquire event names none (`DEFAULT_LEASE_SECONDS`).
@@ -27,6 +27,10 @@ pub struct AcquireResponse {
     pub lease_seconds: u32,
     /// `granted` for a new grant, `renewed` when the caller already held it.
     pub outcome: &'static str,
+    /// The holders the lock admits at once, as asked; left out for 1 (a
+    /// mutex), so a mutex's answer is what it always was.
+    #[serde(skip_serializing_if = "is_one")]
+    pub limit: u32,
 }
 
 /// `release-lock`'s answer. `not_held` and `held_by_other` are normal results:
@@ -76,9 +80,13 @@ impl<S: LockStore> Locker<S> {
         let lease = request.lease_seconds.unwrap_or(self.default_lease);
         let lock_name = request.lock_name.as_str();
         let owner = request.owner.as_str();
-        let store_call = self
-            .store
-            .acquire(&request.lock_name, &request.owner, lease, now);
+        let store_call = self.store.acquire_with_limit(
+            &request.lock_name,
+            &request.owner,
+            lease,
+            request.limit,
+            now,
+        );
         let answer = match budget {
             None => store_call.await,
             Some(budget) => tokio::time::timeout(budget, store_call)
@@ -110,32 +118,62 @@ impl<S: LockStore> Locker<S> {
             AcquireOutcome::Granted(granted) => {
                 info!(lock_name, owner, fencing_token = granted.fencing_token,
                       expires_at = %granted.expires_at, "lock granted");
-                Ok(response(granted, lease, "granted"))
+                Ok(response(granted, lease, request.limit, "granted"))
             }
             AcquireOutcome::Renewed(renewed) => {
                 info!(lock_name, owner, fencing_token = renewed.fencing_token,
                       expires_at = %renewed.expires_at, "lock renewed");
-                Ok(response(renewed, lease, "renewed"))
+                Ok(response(renewed, lease, request.limit, "renewed"))
             }
-            AcquireOutcome::Held(holder) => {
-                let expires_at = holder.expires_at.to_rfc3339();
+            AcquireOutcome::Held(contention) => {
+                let live_holders: Vec<(String, String)> = contention
+                    .holders
+                    .iter()
+                    .map(|holder| (holder.owner.clone(), holder.expires_at.to_rfc3339()))
+                    .collect();
+                let (holder, expires_at) = live_holders.first().cloned().ok_or_else(|| {
+                    LockError::from(StoreError::Misconfigured(
+                        "the store refused a grant and named no live holder".into(),
+                    ))
+                })?;
+                let limit = contention.limit;
                 match request.wait {
                     Some(wait) if wait.has_run_out(now) => {
-                        warn!(lock_name, owner, holder = %holder.owner, expires_at,
-                              max_wait_seconds = wait.max_wait_seconds, "gave up waiting for the lock");
+                        warn!(
+                            lock_name,
+                            owner,
+                            holder,
+                            expires_at,
+                            limit,
+                            live_holders = live_holders.len(),
+                            max_wait_seconds = wait.max_wait_seconds,
+                            "gave up waiting for the lock"
+                        );
                         Err(LockError::WaitTimeout {
                             lock_name: lock_name.to_owned(),
-                            holder: holder.owner,
+                            holder,
                             expires_at,
+                            limit,
+                            live_holders,
                             max_wait_seconds: wait.max_wait_seconds,
                         })
                     }
                     _ => {
-                        info!(lock_name, owner, holder = %holder.owner, expires_at, "lock contended");
+                        info!(
+                            lock_name,
+                            owner,
+                            holder,
+                            expires_at,
+                            limit,
+                            live_holders = live_holders.len(),
+                            "lock contended"
+                        );
                         Err(LockError::Unavailable {
                             lock_name: lock_name.to_owned(),
-                            holder: holder.owner,
+                            holder,
                             expires_at,
+                            limit,
+                            live_holders,
                         })
                     }
                 }
@@ -153,7 +191,7 @@ impl<S: LockStore> Locker<S> {
         let owner = request.owner.as_str();
         let outcome = self
             .store
-            .release(&request.lock_name, &request.owner, now)
+            .release_with_limit(&request.lock_name, &request.owner, request.limit, now)
             .await
             .inspect_err(
                 |error| warn!(lock_name, owner, error = %error, "release failed at the store"),
@@ -193,7 +231,16 @@ impl<S: LockStore> Locker<S> {
     }
 }
 
-fn response(lease: Lease, lease_seconds: LeaseSeconds, outcome: &'static str) -> AcquireResponse {
+fn is_one(limit: &u32) -> bool {
+    *limit == 1
+}
+
+fn response(
+    lease: Lease,
+    lease_seconds: LeaseSeconds,
+    limit: Limit,
+    outcome: &'static str,
+) -> AcquireResponse {
     AcquireResponse {
         lock_name: lease.lock_name.to_string(),
         owner: lease.owner.to_string(),
@@ -202,5 +249,6 @@ fn response(lease: Lease, lease_seconds: LeaseSeconds, outcome: &'static str) ->
         expires_at: lease.expires_at.to_rfc3339(),
         lease_seconds: lease_seconds.get(),
         outcome,
+        limit: limit.get(),
     }
 }

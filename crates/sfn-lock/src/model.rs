@@ -98,7 +98,7 @@ impl fmt::Display for EpochMillis {
 
 /// The longest lease: a Standard execution's one-year maximum duration.
 pub const MAX_LEASE_SECONDS: u32 = 31_536_000;
-const MAX_LOCK_NAME_BYTES: usize = 1024;
+pub const MAX_LOCK_NAME_BYTES: usize = 1024;
 const MAX_OWNER_BYTES: usize = 2048;
 
 /// The name of a lock: 1 to 1024 bytes, no control characters.
@@ -204,14 +204,31 @@ impl Holder {
     }
 }
 
+/// Why an acquire was refused: the lock's live holders filled the caller's
+/// `limit` (one holder for a mutex).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contention {
+    /// The limit the caller asked for.
+    pub limit: u32,
+    /// The live holders, the one whose lease ends first first; never empty.
+    pub holders: Vec<Holder>,
+}
+
+impl Contention {
+    /// The holder whose lease ends first: the earliest a permit may free.
+    pub fn first_to_end(&self) -> Option<&Holder> {
+        self.holders.first()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AcquireOutcome {
     /// A new grant: the lock was free or its lease had run out.
     Granted(Lease),
     /// The caller already held the lock; its lease now runs from this request.
     Renewed(Lease),
-    /// Another owner holds a live lease.
-    Held(Holder),
+    /// Other owners hold live leases, as many as the caller's limit.
+    Held(Contention),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,6 +26,37 @@ impl LeaseSeconds {
     }
 }
 
+/// How many owners may hold one lock name at once: 1 (a mutex, the default)
+/// to [`MAX_LIMIT`] (a semaphore).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Limit(u32);
+
+/// The largest `limit` a request may ask for.
+pub const MAX_LIMIT: u32 = 1000;
+
+impl Limit {
+    /// A mutex: the lock format every version of sfn-lock has written.
+    pub const ONE: Limit = Limit(1);
+
+    pub fn new(field: &str, limit: i64) -> Result<Self, LockError> {
+        match u32::try_from(limit) {
+            Ok(limit) if (1..=MAX_LIMIT).contains(&limit) => Ok(Limit(limit)),
+            _ => Err(LockError::invalid(
+                field,
+                format!("must be an integer from 1 to {MAX_LIMIT}"),
+            )),
+        }
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    pub fn is_mutex(self) -> bool {
+        self.0 == 1
+    }
+}
+
 fn lease_rule() -> String {
     format!("must be an integer from 1 to {MAX_LEASE_SECONDS}")
 }
@@ -52,6 +83,8 @@ pub struct AcquireRequest {
     /// `None` means the function's configured default.
     pub lease_seconds: Option<LeaseSeconds>,
     pub wait: Option<WaitBound>,
+    /// Holders admitted at once; 1 (a mutex) when the event names none.
+    pub limit: Limit,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +94,9 @@ pub struct ReleaseRequest {
     /// The token of the grant being released, when the event carries
     /// `acquire-lock`'s output: it makes the answer to a retried release exact.
     pub fencing_token: Option<u64>,
+    /// The `limit` the lock was acquired with (acquire's output carries it):
+    /// it tells the store which kind of grant to free first. Default 1.
+    pub limit: Limit,
 }
 
 const ACQUIRE_FIELDS: &[&str] = &[
@@ -69,6 +105,7 @@ const ACQUIRE_FIELDS: &[&str] = &[
     "leaseSeconds",
     "waitStartedAt",
     "maxWaitSeconds",
+    "limit",
 ];
 
 /// `release-lock` also takes the whole output of `acquire-lock`, so an ASL can
@@ -82,6 +119,7 @@ const RELEASE_FIELDS: &[&str] = &[
     "expiresAt",
     "leaseSeconds",
     "outcome",
+    "limit",
 ];
 
 impl AcquireRequest {
@@ -131,6 +169,7 @@ impl AcquireRequest {
             owner: Owner::new(required_string(fields, "owner")?)?,
             lease_seconds,
             wait,
+            limit: optional_limit(fields)?,
         })
     }
 }
@@ -149,8 +188,13 @@ impl ReleaseRequest {
             lock_name: LockName::new(required_string(fields, "lockName")?)?,
             owner: Owner::new(required_string(fields, "owner")?)?,
             fencing_token,
+            limit: optional_limit(fields)?,
         })
     }
+}
+
+fn optional_limit(fields: &Map<String, Value>) -> Result<Limit, LockError> {
+    optional_integer(fields, "limit")?.map_or(Ok(Limit::ONE), |limit| Limit::new("limit", limit))
 }
 
 fn object_with_known_fields<'a>(

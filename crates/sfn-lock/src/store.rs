@@ -5,29 +5,56 @@ use std::future::Future;
 
 use crate::error::StoreError;
 use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
-use crate::request::LeaseSeconds;
+use crate::request::{LeaseSeconds, Limit};
 
 /// Every call must be a single atomic decision at the store (a conditional
 /// write), never a read followed by a write.
 pub trait LockStore: Send + Sync {
-    /// Grants a free or expired lock, renews the caller's own live lease, or
-    /// reports the live holder. `now` decides expiry: the store compares it to
-    /// the recorded expiry inside its conditional write.
+    /// Grants one of the lock's `limit` permits if fewer than `limit` live
+    /// owners hold it (expired ones do not count), renews the caller's own
+    /// live grant, or reports the live holders. `now` decides expiry: the
+    /// store compares it to the recorded expiries inside its conditional write.
+    /// `limit` 1 is the mutex.
+    fn acquire_with_limit(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        lease: LeaseSeconds,
+        limit: Limit,
+        now: EpochMillis,
+    ) -> impl Future<Output = Result<AcquireOutcome, StoreError>> + Send;
+
+    /// [`LockStore::acquire_with_limit`] for a mutex.
     fn acquire(
         &self,
         lock_name: &LockName,
         owner: &Owner,
         lease: LeaseSeconds,
         now: EpochMillis,
-    ) -> impl Future<Output = Result<AcquireOutcome, StoreError>> + Send;
+    ) -> impl Future<Output = Result<AcquireOutcome, StoreError>> + Send {
+        self.acquire_with_limit(lock_name, owner, lease, Limit::ONE, now)
+    }
 
-    /// Frees the lock if, and only if, `owner` holds it.
+    /// Frees `owner`'s grant of the lock, if, and only if, it holds one; other
+    /// holders' grants stay. `limit` is the one the grant was asked with: a
+    /// hint of where to look first, never a condition.
+    fn release_with_limit(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        limit: Limit,
+        now: EpochMillis,
+    ) -> impl Future<Output = Result<ReleaseOutcome, StoreError>> + Send;
+
+    /// [`LockStore::release_with_limit`] for a mutex.
     fn release(
         &self,
         lock_name: &LockName,
         owner: &Owner,
         now: EpochMillis,
-    ) -> impl Future<Output = Result<ReleaseOutcome, StoreError>> + Send;
+    ) -> impl Future<Output = Result<ReleaseOutcome, StoreError>> + Send {
+        self.release_with_limit(lock_name, owner, Limit::ONE, now)
+    }
 
     /// Frees the lock if `owner` holds it under a grant made at or before
     /// `granted_before`; a later grant of the same owner is left alone

@@ -164,7 +164,9 @@ async fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                             expires_at: lease.expires_at,
                         }
                     }
-                    AcquireOutcome::Held(holder) => {
+                    AcquireOutcome::Held(contention) => {
+                        prop_assert_eq!(contention.holders.len(), 1);
+                        let holder = &contention.holders[0];
                         prop_assert_eq!(Some(holder.fencing_token), holder_token);
                         Expected::Held {
                             holder: owner_index(&owners, &holder.owner),

@@ -168,7 +168,7 @@ async fn a_takeover_between_grant_and_renew_reports_the_new_holder() {
     // The renew's condition failed: the caller must not be told it still
     // holds the lock; a fresh round finds the new holder.
     match outcome {
-        Ok(AcquireOutcome::Held(holder)) => assert_eq!(holder.owner, "arn:exec:taker"),
+        Ok(AcquireOutcome::Held(held)) => assert_eq!(held.holders[0].owner, "arn:exec:taker"),
         other => panic!("expected the lock held by the taker, got {other:?}"),
     }
     assert_eq!(

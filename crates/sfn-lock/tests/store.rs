@@ -73,7 +73,10 @@ async fn contention_names_the_holder_from_the_failed_write_itself() {
         "contention is answered by the failed write, not a second read"
     );
     match outcome {
-        AcquireOutcome::Held(found) => {
+        AcquireOutcome::Held(contention) => {
+            assert_eq!(contention.limit, 1);
+            assert_eq!(contention.holders.len(), 1);
+            let found = &contention.holders[0];
             assert_eq!(found.owner, "arn:exec:holder");
             assert_eq!(found.expires_at, held.expires_at);
             assert_eq!(found.fencing_token, held.fencing_token);

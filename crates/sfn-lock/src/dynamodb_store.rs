@@ -1,0 +1,195 @@
+//! [`LockStore`] on DynamoDB: which writes an acquire or a release makes, in
+//! which order. The writes and their conditions are in `dynamodb.rs` (the
+//! mutex) and `dynamodb_permit_writes.rs` (a semaphore's permits).
+
+use tracing::warn;
+
+use crate::dynamodb::*;
+use crate::dynamodb_item::{lease_from, malformed, release_id, string};
+use crate::dynamodb_permits::{check_fits, decide, permit_lease, Decision, MARKER_PREFIX};
+use crate::error::StoreError;
+use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
+use crate::request::{LeaseSeconds, Limit};
+use crate::store::LockStore;
+
+impl DynamoStore {
+    /// Releases `owner`'s grant in whichever format it has, trying first the
+    /// one `limit` suggests: one write when the hint is right, two when not.
+    async fn release_any(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        limit: Limit,
+        granted_before: Option<EpochMillis>,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        // The SDK retries one request with the same id when an attempt's
+        // answer is lost; the id tells that retry its own landed write apart.
+        let release_id = release_id();
+        let mutex = || self.release_mutex(lock_name, owner, &release_id, granted_before, now);
+        let permit = || self.release_permit(lock_name, owner, &release_id, granted_before);
+        let answer = match limit.is_mutex() {
+            true => match mutex().await? {
+                Some(outcome) => Some(outcome),
+                None => permit().await?,
+            },
+            false => match permit().await? {
+                Some(outcome) => Some(outcome),
+                None => mutex().await?,
+            },
+        };
+        // Each format hands over to the other only when the other holds the
+        // caller's grant; seeing that twice means the item changed in between.
+        answer.ok_or_else(|| {
+            StoreError::Unavailable(format!(
+                "lock {lock_name:?} changed format twice during one release"
+            ))
+        })
+    }
+}
+
+impl LockStore for DynamoStore {
+    async fn acquire_with_limit(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        lease: LeaseSeconds,
+        limit: Limit,
+        now: EpochMillis,
+    ) -> Result<AcquireOutcome, StoreError> {
+        let expires_at = now.plus_seconds(lease.get());
+        if !limit.is_mutex() {
+            check_fits(owner)?;
+            self.put_marker(lock_name, owner, expires_at).await?;
+        }
+        let granted = |item: &Item| -> Result<AcquireOutcome, StoreError> {
+            let lease = match limit.is_mutex() {
+                true => lease_from(lock_name, owner, item)?,
+                false => permit_lease(lock_name, owner, item)?,
+            };
+            Ok(AcquireOutcome::Granted(lease))
+        };
+        for _ in 0..MAX_ACQUIRE_ROUNDS {
+            let first = match limit.is_mutex() {
+                true => self.grant(lock_name, owner, expires_at, now).await,
+                false => {
+                    self.grant_permit(lock_name, owner, limit.get(), expires_at, now)
+                        .await
+                }
+            };
+            let old_item = match first {
+                Ok(item) => return granted(&item),
+                Err(WriteFailure::Store(error)) => return Err(error),
+                Err(WriteFailure::ConditionFailed(old_item)) => old_item,
+            };
+            let next = match decide(old_item.as_ref(), owner, limit, now)? {
+                Decision::Held(contention) => return Ok(AcquireOutcome::Held(contention)),
+                Decision::Again => continue,
+                // Our own live grant: a retried task or a deliberate renewal.
+                Decision::RenewMutex { fencing_token } => self
+                    .renew(lock_name, owner, fencing_token, expires_at, now)
+                    .await
+                    .map(|item| lease_from(lock_name, owner, &item).map(AcquireOutcome::Renewed)),
+                Decision::RenewPermit { fencing_token } => self
+                    .renew_permit(lock_name, owner, fencing_token, expires_at, now)
+                    .await
+                    .map(|item| permit_lease(lock_name, owner, &item).map(AcquireOutcome::Renewed)),
+                Decision::Prune {
+                    seen_count,
+                    expired,
+                    grant,
+                } => {
+                    for permit in &expired {
+                        warn!(lock_name = lock_name.as_str(), owner = owner.as_str(),
+                              expired_holder = %permit.holder.owner,
+                              expired_at = %permit.holder.expires_at,
+                              "removing a permit whose lease ran out (its holder may still run)");
+                    }
+                    let pruned = self
+                        .prune(
+                            lock_name,
+                            owner,
+                            (seen_count, &expired, grant),
+                            limit.get(),
+                            expires_at,
+                            now,
+                        )
+                        .await;
+                    match pruned {
+                        Ok(item) if grant => return granted(&item),
+                        // Room made for the next round, or the item changed.
+                        Ok(_) | Err(WriteFailure::ConditionFailed(_)) => continue,
+                        Err(WriteFailure::Store(error)) => return Err(error),
+                    }
+                }
+            };
+            match next {
+                Ok(outcome) => return outcome,
+                Err(WriteFailure::Store(error)) => return Err(error),
+                // Our grant ended or changed between the two writes: decide afresh.
+                Err(WriteFailure::ConditionFailed(_)) => continue,
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "lock {lock_name:?} changed hands {MAX_ACQUIRE_ROUNDS} times during one acquire"
+        )))
+    }
+
+    async fn release_with_limit(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        limit: Limit,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        self.release_any(lock_name, owner, limit, None, now).await
+    }
+
+    async fn release_granted_before(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        granted_before: EpochMillis,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        self.release_any(lock_name, owner, Limit::ONE, Some(granted_before), now)
+            .await
+    }
+
+    async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
+        let mut names = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table_name)
+                .index_name(OWNER_INDEX)
+                .key_condition_expression("#owner = :owner")
+                .expression_attribute_names("#owner", OWNER)
+                .expression_attribute_values(":owner", string(owner.as_str()))
+                .limit(OWNER_QUERY_PAGE_SIZE)
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await
+                .map_err(|error| classify("Query", error))?;
+            for item in page.items() {
+                let key = item
+                    .get(LOCK_NAME)
+                    .and_then(|value| value.as_s().ok())
+                    .ok_or_else(|| malformed(LOCK_NAME))?;
+                if key.starts_with(MARKER_PREFIX) {
+                    // A semaphore permit's marker: one read finds its lock.
+                    names.extend(self.marker_lock(key).await?);
+                } else {
+                    names.push(LockName::new(key.clone()).map_err(|_| malformed(LOCK_NAME))?);
+                }
+            }
+            // DynamoDB leaves LastEvaluatedKey out after the last page.
+            match page.last_evaluated_key {
+                Some(key) => start_key = Some(key),
+                None => return Ok(names),
+            }
+        }
+    }
+}
