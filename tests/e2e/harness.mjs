@@ -92,6 +92,7 @@ export const TEST_SUBSTITUTIONS = Object.freeze({
   WorkloadFunctionArn: ARNS.workload,
   TargetStateMachineArn: ARNS.target,
   LockName: 'e2e-unnamed',
+  LockLimit: 1,
   ExecutionTimeoutSeconds: 60,
   LeaseMarginSeconds: 30,
   MaxWaitSeconds: 45,

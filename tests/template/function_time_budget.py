@@ -66,6 +66,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = "crates/sfn-lock/src"
 LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS = (f"{SRC}/{name}" for name in
                                                      ("lambda.rs", "dynamodb.rs", "deadline.rs", "cleanup.rs"))
+STORE_RS, PERMIT_WRITES_RS = f"{SRC}/dynamodb_store.rs", f"{SRC}/dynamodb_permit_writes.rs"
 
 # The SDK's standard retry, where the code does not set its own values. Read in the
 # crates at the versions Cargo.lock pins (aws-smithy-types 1.9.3, aws-smithy-runtime
@@ -116,6 +117,9 @@ COLD_START_MARGIN_SECONDS = 1.0
 # (releases are conditional, and the owner index then lists fewer locks).
 SWEEP_RECORD_PATHS = {
     "released, one lock": ["DescribeExecution", "Query owner-index", "UpdateItem"],
+    # The marker names the lock; the mutex-format write misses, the permit's lands.
+    "released, one semaphore permit": ["DescribeExecution", "Query owner-index", "GetItem (marker)",
+                                       "UpdateItem (mutex, misses)", "UpdateItem (permit)", "DeleteItem (marker)"],
     "deferred (an early event back to the queue)": ["DescribeExecution", "SendMessage"],
     "attach variant, child stopped, one lock": [
         "DescribeExecution", "DescribeExecution (child)", "StopExecution (child)", "Query owner-index", "UpdateItem"],
@@ -288,30 +292,38 @@ def sdk_settings(sources: Sources) -> Sdk:
     return sdk
 
 
-# A store write through DynamoStore's helpers, or any request sent.
-_STORE_CALL = re.compile(r"\bself\s*\.\s*(?:grant|renew|conditional_update)\s*\(|\.\s*send\s*\(\s*\)")
+# One round of acquire's loop writes once (a grant, of either format), then at
+# most once more (a renew, of either format, or a prune): each group is one write.
+_FIRST_WRITES = re.compile(r"\bself\s*\.\s*(?:grant|grant_permit)\s*\(")
+_FOLLOW_UPS = re.compile(r"\bself\s*\.\s*(?:renew|renew_permit|prune)\s*\(")
+_MARKER_PUT = re.compile(r"\bself\s*\.\s*put_marker\s*\(")
+_LOOP = r"for\s+_\s+in\s+0\.\.MAX_ACQUIRE_ROUNDS\s*\{"
 
 
 def acquire_calls(sources: Sources) -> tuple[int, int]:
-    """(MAX_ACQUIRE_ROUNDS, store writes in one round of the acquire loop)."""
-    text = sources[DYNAMODB_RS]
-    rounds = int(_constant(text, "MAX_ACQUIRE_ROUNDS", DYNAMODB_RS).replace("_", ""))
-    acquire = _block(text, r"\basync\s+fn\s+acquire\s*\(", DYNAMODB_RS)
-    loop = re.search(r"for\s+_\s+in\s+0\.\.MAX_ACQUIRE_ROUNDS\s*\{", acquire)
+    """(MAX_ACQUIRE_ROUNDS, store calls up to the end of the acquire loop's first
+    round: the semaphore's marker before the loop, the first write, a follow-up)."""
+    rounds = int(_constant(sources[DYNAMODB_RS], "MAX_ACQUIRE_ROUNDS", DYNAMODB_RS).replace("_", ""))
+    acquire = _block(sources[STORE_RS], r"\basync\s+fn\s+acquire_with_limit\s*\(", STORE_RS)
+    loop = re.search(_LOOP, acquire)
     if not loop:
-        raise SourceError(f"{DYNAMODB_RS}: acquire has no `for _ in 0..MAX_ACQUIRE_ROUNDS` loop")
-    per_round = len(_STORE_CALL.findall(_block(acquire, r"for\s+_\s+in\s+0\.\.MAX_ACQUIRE_ROUNDS\s*\{", DYNAMODB_RS)))
-    if per_round == 0:
-        raise SourceError(f"{DYNAMODB_RS}: no store call recognised in acquire's loop")
-    return rounds, per_round
+        raise SourceError(f"{STORE_RS}: acquire has no `for _ in 0..MAX_ACQUIRE_ROUNDS` loop")
+    body = _block(acquire, _LOOP, STORE_RS)
+    if not _FIRST_WRITES.search(body):
+        raise SourceError(f"{STORE_RS}: no grant recognised in acquire's loop")
+    before_loop = len(_MARKER_PUT.findall(acquire[:loop.start()]))
+    return rounds, before_loop + 1 + int(bool(_FOLLOW_UPS.search(body)))
 
 
 def release_calls(sources: Sources) -> int:
-    body = _block(sources[DYNAMODB_RS], r"\basync\s+fn\s+release_where\s*\(", DYNAMODB_RS)
-    calls = len(_STORE_CALL.findall(body))
-    if calls == 0:
-        raise SourceError(f"{DYNAMODB_RS}: no store call recognised in release_where")
-    return calls
+    """A release tries the format its hint names, then at most the other, and
+    a permit's release deletes the permit's marker."""
+    body = _block(sources[STORE_RS], r"\basync\s+fn\s+release_any\s*\(", STORE_RS)
+    formats = len(set(re.findall(r"\bself\s*\.\s*(release_mutex|release_permit)\s*\(", body)))
+    if formats == 0:
+        raise SourceError(f"{STORE_RS}: no release write recognised in release_any")
+    permit = _block(sources[PERMIT_WRITES_RS], r"\basync\s+fn\s+release_permit\s*\(", PERMIT_WRITES_RS)
+    return formats + len(re.findall(r"\bself\s*\.\s*delete_marker\s*\(", permit))
 
 
 def sweep_calls_found(sources: Sources) -> None:
@@ -450,7 +462,8 @@ def report(template: dict, sources: Sources) -> list[str]:
 def read_sources(root: Path = ROOT) -> Sources:
     """Every Rust source file of the crates under `root` (the template's folder)."""
     sources = {str(path.relative_to(root)): path.read_text() for path in sorted((root / "crates").glob("*/src/**/*.rs"))}
-    missing = [path for path in (LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS) if path not in sources]
+    missing = [path for path in (LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS, STORE_RS, PERMIT_WRITES_RS)
+               if path not in sources]
     if missing:
         raise SourceError(f"{', '.join(missing)} not found under {root}")
     return sources
@@ -648,7 +661,10 @@ def self_test(template: dict, sources: Sources) -> int:
         ("the adaptive retry mode", [_Edit(LAMBDA_RS, "RetryConfig::standard()", "RetryConfig::adaptive()")]),
         ("the sweep's DescribeExecution calls renamed", [_Edit(CLEANUP_RS, "self.executions.describe(",
                                                                "self.executions.look_up(")]),
-        ("acquire's loop not bounded by MAX_ACQUIRE_ROUNDS", [_Edit(DYNAMODB_RS, "for _ in 0..MAX_ACQUIRE_ROUNDS {", "loop {")]),
+        ("acquire's loop not bounded by MAX_ACQUIRE_ROUNDS", [_Edit(STORE_RS, "for _ in 0..MAX_ACQUIRE_ROUNDS {", "loop {")]),
+        ("acquire's grant renamed", [_Edit(STORE_RS, "self.grant(", "self.take("),
+                                     _Edit(STORE_RS, "self.grant_permit(", "self.take_permit(")]),
+        ("release_any renamed", [_Edit(STORE_RS, "fn release_any(", "fn release_either(")]),
         ("the sweep function not found", [lambda template: template["Resources"]["ReleaseExecutionLocksFunction"]
                                           ["Metadata"]["BuildProperties"].update(Binary="sweep")]),
     ]

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-MAX_OVERSHOOT_SECONDS = 30  # one capped pause; the acquire call itself is bounded by its 10 s timeout
+MAX_OVERSHOOT_SECONDS = 30  # one capped pause; the acquire call itself is bounded by its 15 s timeout
 TRANSIENT_BUDGET_SECONDS = 180
 
 
