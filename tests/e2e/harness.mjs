@@ -287,9 +287,12 @@ export async function readLock(lockName) {
   );
   if (!item) return { exists: false, held: false };
   const number = (name) => (item[name] ? Number(item[name].N) : undefined);
+  // A semaphore's permits (limit >= 2) are counted by holderCount; a mutex has `owner`.
+  const holderCount = number('holderCount') ?? 0;
   return {
     exists: true,
-    held: item.owner !== undefined,
+    held: item.owner !== undefined || holderCount > 0,
+    holderCount,
     owner: item.owner?.S,
     fencingToken: number('fencingToken'),
     acquiredAt: number('acquiredAt'),

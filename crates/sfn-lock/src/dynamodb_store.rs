@@ -90,8 +90,17 @@ impl LockStore for DynamoStore {
                     .renew(lock_name, owner, fencing_token, expires_at, now)
                     .await
                     .map(|item| lease_from(lock_name, owner, &item).map(AcquireOutcome::Renewed)),
-                Decision::RenewPermit { fencing_token } => self
-                    .renew_permit(lock_name, owner, fencing_token, expires_at, now)
+                Decision::RenewPermit {
+                    fencing_token,
+                    acquired_at,
+                } => self
+                    .renew_permit(
+                        lock_name,
+                        owner,
+                        (fencing_token, acquired_at),
+                        expires_at,
+                        now,
+                    )
                     .await
                     .map(|item| permit_lease(lock_name, owner, &item).map(AcquireOutcome::Renewed)),
                 Decision::Prune {
