@@ -204,6 +204,28 @@ MUTATIONS = [
         only="child ends FAILED",
     ),
     Mutation(
+        id="acquire-ignores-lock-limit",
+        file=LOCKED,
+        find='"owner.$": "$$.Execution.Id",\n          "limit": ${LockLimit},',
+        replace='"owner.$": "$$.Execution.Id",',
+        why="LockLimit N lets N executions hold the lock at once; without it every acquire is a mutex",
+        e2e="55-semaphore.test.mjs",
+        only="two run at once",
+    ),
+    Mutation(
+        id="release-without-limit-hint",
+        file=LOCKED,
+        find='see Succeed And Leave Lock To Cleanup.",\n      "Resource": "arn:aws:states:::lambda:invoke",\n'
+        '      "Parameters": {\n        "FunctionName": "${ReleaseLockFunctionArn}",\n        "Payload": {\n'
+        '          "lockName": "${LockName}",\n          "owner.$": "$$.Execution.Id",\n          "limit": ${LockLimit}\n',
+        replace='see Succeed And Leave Lock To Cleanup.",\n      "Resource": "arn:aws:states:::lambda:invoke",\n'
+        '      "Parameters": {\n        "FunctionName": "${ReleaseLockFunctionArn}",\n        "Payload": {\n'
+        '          "lockName": "${LockName}",\n          "owner.$": "$$.Execution.Id"\n',
+        why="the release passes the limit, so a permit is freed in one write, not two",
+        e2e="55-semaphore.test.mjs",
+        only="two run at once",
+    ),
+    Mutation(
         id="child-name-without-redrive-count",
         file=ATTACH,
         find="States.Format('{}-{}', States.Hash($$.Execution.Id, 'SHA-256'), $$.Execution.RedriveCount)",

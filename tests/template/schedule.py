@@ -1,0 +1,121 @@
+"""The skip-if-running schedule starts runs on time, or not at all.
+
+EventBridge Scheduler retries a start that failed (a throttled or failed
+StartExecution) for up to 24 hours and 185 attempts by default. For a job that
+skips while its previous run holds the lock, a start hours late is a surprise
+run at the wrong time, so the schedule must bound its retries
+(RetryPolicy.MaximumEventAgeInSeconds at most MAX_EVENT_AGE_SECONDS), and it
+must hand the run its scheduled time (the context attribute
+<aws.scheduler.scheduled-time> in the input), which a workload uses as its
+idempotency key: a start retried after the first landed (its answer lost)
+starts a second execution of the same scheduled time.
+
+Rules
+    schedule-retry      RetryPolicy with MaximumEventAgeInSeconds <= MAX_EVENT_AGE_SECONDS
+                        and MaximumRetryAttempts set
+    schedule-input      Input is a JSON object with scheduledTime = <aws.scheduler.scheduled-time>
+    schedule-target     the target is SkipIfRunningStateMachine, through a role that may
+                        only states:StartExecution that state machine
+
+Usage: schedule.py template.yaml | schedule.py --self-test
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from cfn_template import load
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEDULE, ROLE, TARGET = "SkipIfRunningSchedule", "SkipIfRunningScheduleRole", "SkipIfRunningStateMachine"
+MAX_EVENT_AGE_SECONDS = 3600
+SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
+
+
+def problems(template: dict[str, Any]) -> list[str]:
+    resources = template.get("Resources", {})
+    schedule = resources.get(SCHEDULE)
+    if schedule is None:
+        return [f"no {SCHEDULE} resource"]
+    target = schedule.get("Properties", {}).get("Target", {})
+    found = []
+
+    retry = target.get("RetryPolicy", {})
+    age = retry.get("MaximumEventAgeInSeconds")
+    if not isinstance(age, int) or not 60 <= age <= MAX_EVENT_AGE_SECONDS:
+        found.append(f"schedule-retry: MaximumEventAgeInSeconds is {age!r}: a failed start may be retried "
+                     f"up to 24 hours late unless it is 60..{MAX_EVENT_AGE_SECONDS}")
+    if not isinstance(retry.get("MaximumRetryAttempts"), int):
+        found.append("schedule-retry: MaximumRetryAttempts is not set (Scheduler's default is 185)")
+
+    try:
+        body = json.loads(target.get("Input", ""))
+    except (TypeError, json.JSONDecodeError):
+        body = None
+    if not isinstance(body, dict) or body.get("scheduledTime") != SCHEDULED_TIME:
+        found.append(f"schedule-input: Input {target.get('Input')!r} is not a JSON object with "
+                     f"scheduledTime = {SCHEDULED_TIME}")
+
+    if target.get("Arn") != {"Ref": TARGET}:
+        found.append(f"schedule-target: the target is {target.get('Arn')!r}, not {TARGET}")
+    if target.get("RoleArn") != {"Fn::GetAtt": [ROLE, "Arn"]}:
+        found.append(f"schedule-target: the role is {target.get('RoleArn')!r}, not {ROLE}")
+    statements = [statement
+                  for policy in resources.get(ROLE, {}).get("Properties", {}).get("Policies", [])
+                  for statement in policy.get("PolicyDocument", {}).get("Statement", [])]
+    allowed = [(statement.get("Action"), statement.get("Resource")) for statement in statements]
+    if allowed != [("states:StartExecution", {"Ref": TARGET})]:
+        found.append(f"schedule-target: {ROLE} allows {allowed}, not only states:StartExecution on {TARGET}")
+    return found
+
+
+def self_test(template: dict[str, Any]) -> int:
+    def target(change: Callable[[dict], None]) -> Callable[[dict], None]:
+        return lambda t: change(t["Resources"][SCHEDULE]["Properties"]["Target"])
+
+    def add_statement(t: dict) -> None:
+        t["Resources"][ROLE]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"].append(
+            {"Effect": "Allow", "Action": "states:StopExecution", "Resource": {"Ref": TARGET}})
+
+    cases = [
+        ("no retry policy", target(lambda t: t.pop("RetryPolicy", None))),
+        ("a day of retries", target(lambda t: t["RetryPolicy"].update(MaximumEventAgeInSeconds=86400))),
+        ("no retry attempts bound", target(lambda t: t["RetryPolicy"].pop("MaximumRetryAttempts"))),
+        ("an empty input", target(lambda t: t.update(Input="{}"))),
+        ("an input that is not JSON", target(lambda t: t.update(Input=SCHEDULED_TIME))),
+        ("another target", target(lambda t: t.update(Arn={"Ref": "LockedWorkflowStateMachine"}))),
+        ("a wider role", add_statement),
+    ]
+    failures = 0
+    if problems(template):
+        print(f"FAIL the shipped template is rejected: {problems(template)}")
+        failures += 1
+    for label, change in cases:
+        broken = copy.deepcopy(template)
+        change(broken)
+        found = problems(broken)
+        print(f"{'ok  ' if found else 'FAIL'} schedule rejects {label}: {found[:1] or 'accepted'}")
+        failures += not found
+    print(f"schedule self-test: {len(cases) + 1 - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--self-test"]:
+        return self_test(load(ROOT / "template.yaml"))
+    if len(argv) != 1:
+        print(__doc__)
+        return 2
+    found = problems(load(Path(argv[0])))
+    for problem in found:
+        print(f"schedule: {problem}")
+    print(f"schedule: {len(found)} problem(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
