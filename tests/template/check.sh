@@ -34,6 +34,9 @@
 # 13. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region
+# 14. function_permissions (+ self-test)  each lock function's dynamodb: grants are exactly
+#                                   the DynamoDB calls its code reaches (action and table or
+#                                   index ARN, from the Rust source), and every call is reached
 set -uo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -93,6 +96,8 @@ step "asl variants self-test" "$PY" "$HERE/asl_variants.py" --self-test
 step "asl variants" "$PY" "$HERE/asl_variants.py"
 step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --self-test
 step "target state machine" "$PY" "$HERE/target_state_machine.py" template.yaml
+step "function permissions self-test" "$PY" "$HERE/function_permissions.py" --self-test
+step "function permissions" "$PY" "$HERE/function_permissions.py" template.yaml
 
 for name in "${failures[@]}"; do
     echo "failed: $name"

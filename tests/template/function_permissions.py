@@ -1,0 +1,866 @@
+"""Each lock function's DynamoDB permissions in template.yaml, against the DynamoDB
+calls its Rust code can make: every call allowed, and nothing else allowed.
+
+The semaphore made the store call more than UpdateItem (a marker item: PutItem on
+acquire, DeleteItem after a permit's release, GetItem when the sweep finds one
+through the owner index); a call the role does not allow fails only on AWS, as an
+AccessDenied the local tests (DynamoDB Local, no IAM) never see.
+
+What a function calls, from the Rust source by regex
+    Entry points: the LockStore methods each function's code calls (ENTRY_POINTS
+    below, each traced by hand from the binary's main.rs; the check stops if that
+    trace no longer holds: CHAINS). From each, every `self.<method>(` (and
+    `Self::<method>(`) is followed through the methods of DynamoStore: every
+    `impl ... DynamoStore` block in crates/sfn-lock/src/dynamodb*.rs, whichever
+    file it is in; a method's body is its brace-balanced block, closures and
+    all. Each `client.<op>()` in a reached method is a call: op in snake_case ->
+    the IAM action dynamodb:PascalCase, on the table's ARN (${LockTable.Arn}), or
+    on ${LockTable.Arn}/index/NAME when the request names an index
+    (`.index_name(NAME)`, a literal or a const).
+
+What a function may call, from template.yaml after the SAM transform
+    The statements of the function's role as CloudFormation will create it: the
+    `Policies` written under the function, what SAM policy templates expand to,
+    and any AWS::IAM::Policy attached to the role. Only dynamodb:* actions (and
+    wildcards that cover them) are compared: states: and sqs: are
+    sweep_wiring.py's. Resources are compared as written, !GetAtt LockTable.Arn
+    as ${LockTable.Arn}: write the table's ARN so, an index's as
+    !Sub ${LockTable.Arn}/index/NAME.
+
+Rules
+    missing      a call the function makes is not allowed on its resource by an
+                 unconditional Allow (what every deployment needs must not hang on
+                 a Condition)
+    extra        a dynamodb action allowed on a resource the function never calls
+                 it on (least privilege; a wildcard that covers more than the calls
+                 counts as extra)
+    unreached    a client.<op>() in dynamodb*.rs that no function's entry points
+                 reach: dead code, or a store method this check does not assign to
+                 a function (add it to ENTRY_POINTS)
+    unreadable   a grant this check cannot evaluate (a managed policy other than
+                 AWSLambdaBasicExecutionRole, NotAction, NotResource, a Deny, a
+                 role from outside the template)
+    table        the function's LOCK_TABLE_NAME is not !Ref LockTable (the ARNs
+                 above would be another table's), or the code queries an index the
+                 table does not have
+
+A construct this check reads that is not where it was (a renamed entry point, a
+handler that no longer calls it, a store call it does not recognise, an index it
+cannot name) stops the check with an error: a rename must not turn it off.
+
+Usage: function_permissions.py template.yaml | function_permissions.py --self-test
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import json
+import re
+import sys
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cfn_template import TemplateError, intrinsic, load, transform  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = "crates/sfn-lock/src"
+LOCK_RS, CLEANUP_RS, LAMBDA_RS = (f"{SRC}/{name}" for name in ("lock.rs", "cleanup.rs", "lambda.rs"))
+STORE_FILES = re.compile(rf"{re.escape(SRC)}/dynamodb[a-z_]*\.rs")
+TABLE = "LockTable"
+TABLE_ARN = "${LockTable.Arn}"
+TABLE_ENV = "LOCK_TABLE_NAME"  # lambda.rs Config: the table DynamoStore is given
+
+# The LockStore methods each function calls, traced from its binary:
+# - acquire-lock: main.rs runs handle_acquire (lambda.rs), which calls
+#   Locker::acquire_within (lock.rs), whose one store call is acquire_with_limit.
+# - release-lock: main.rs runs handle_release, which calls Locker::release, whose
+#   one store call is release_with_limit.
+# - release-execution-locks: main.rs runs handle_sweep, which calls
+#   Sweeper::sweep_within (cleanup.rs); cleanup.rs's store calls (release_all) are
+#   locks_held_by (the owner index, and a semaphore permit's marker), then
+#   release_granted_before for each lock found.
+# The trait's provided acquire() and release() (store.rs) only forward to the
+# *_with_limit methods, and no function calls them. CHAINS checks each step.
+ENTRY_POINTS = {
+    "AcquireLockFunction": ("acquire_with_limit",),
+    "ReleaseLockFunction": ("release_with_limit",),
+    "ReleaseExecutionLocksFunction": ("locks_held_by", "release_granted_before"),
+}
+
+
+@dataclass(frozen=True)
+class Chain:
+    """binary's main.rs -> handler (lambda.rs) -> `.link(` -> the store calls in
+    `scope` (the fn `link` in `file`, or the whole file when whole_file)."""
+    binary: str
+    handler: str
+    link: str
+    file: str
+    whole_file: bool = False
+
+
+CHAINS = {
+    "AcquireLockFunction": Chain("acquire-lock", "handle_acquire", "acquire_within", LOCK_RS),
+    "ReleaseLockFunction": Chain("release-lock", "handle_release", "release", LOCK_RS),
+    "ReleaseExecutionLocksFunction": Chain("release-execution-locks", "handle_sweep", "sweep_within", CLEANUP_RS,
+                                           whole_file=True),
+}
+
+# SDK operations whose IAM actions are not dynamodb:<Operation>: transactions are
+# authorised per item action (PutItem, UpdateItem, ConditionCheckItem, ...), PartiQL
+# per statement kind (PartiQLSelect, ...). A call of one stops the check.
+NOT_ONE_ACTION = {"transact_write_items", "transact_get_items", "execute_statement", "batch_execute_statement",
+                  "execute_transaction"}
+# Client methods that are not requests: the client leaves DynamoStore with them.
+NOT_OPERATIONS = {"clone", "config", "from_conf", "with_config"}
+# What a DynamoDB call looks like outside dynamodb*.rs (there must be none).
+DYNAMODB_OPERATION = re.compile(
+    r"\.\s*(put_item|get_item|update_item|delete_item|query|scan|batch_[a-z_]+|transact_[a-z_]+|"
+    r"execute_statement|execute_transaction|batch_execute_statement)\s*\(\s*\)")
+BASIC_EXECUTION_ROLE = re.compile(r"^arn:[^:]+:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$")
+
+Sources = dict[str, str]  # repository-relative path -> text
+Problem = tuple[str, str]  # (rule, message)
+
+
+class SourceError(Exception):
+    """A construct this check reads is not where it was: fix the check."""
+
+
+# -- reading the Rust source ------------------------------------------------------------
+# A raw string, a string, a char literal or a comment, whichever starts first.
+_LITERAL_OR_COMMENT = re.compile(
+    r'(?<![A-Za-z0-9_])r(#*)".*?"\1|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _code(text: str) -> str:
+    """The text with comments blanked and the brackets and semicolons inside
+    literals blanked, the same length as the text (offsets and lines stay)."""
+    def blank(match: re.Match) -> str:
+        token = match.group()
+        if token.startswith("/"):
+            return re.sub(r"[^\n]", " ", token)
+        return re.sub(r"[{}();]", " ", token)
+    return _LITERAL_OR_COMMENT.sub(blank, text)
+
+
+def _block_at(code: str, start: int, where: str) -> tuple[int, int]:
+    """(start, end) of the body of the brace-balanced block opening at `start`."""
+    depth = 0
+    for position in range(start, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[position], 0)
+        if depth == 0:
+            return start + 1, position
+    raise SourceError(f"{where}: unbalanced braces")
+
+
+def _fn_span(code: str, name: str, where: str) -> tuple[int, int]:
+    """(start, end) of the body of the one `fn name` in `code`."""
+    found = list(re.finditer(rf"\bfn\s+{name}\b[^{{;]*\{{", code))
+    if len(found) != 1:
+        raise SourceError(f"{where}: {len(found) or 'no'} `fn {name}`")
+    return _block_at(code, found[0].end() - 1, where)
+
+
+def _fn_body(code: str, name: str, where: str) -> str:
+    start, end = _fn_span(code, name, where)
+    return code[start:end]
+
+
+def _line(code: str, position: int) -> int:
+    return code.count("\n", 0, position) + 1
+
+
+def _statement_end(code: str, position: int) -> int:
+    """Where the statement holding `position` ends: its `;`, or the brace closing
+    the block it is the tail expression of."""
+    depth = 0
+    for index in range(position, len(code)):
+        char = code[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return index
+        elif char == ";" and depth == 0:
+            return index
+    return len(code)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One `client.<op>()` in dynamodb*.rs."""
+    op: str
+    index: str | None
+    file: str
+    line: int
+    method: str | None  # the DynamoStore method it is in; None outside every one
+
+    @property
+    def action(self) -> str:
+        return "dynamodb:" + "".join(word.capitalize() for word in self.op.split("_"))
+
+    @property
+    def resource(self) -> str:
+        return f"{TABLE_ARN}/index/{self.index}" if self.index else TABLE_ARN
+
+    def where(self) -> str:
+        return f"{Path(self.file).name}:{self.line}"
+
+
+@dataclass
+class Method:
+    name: str
+    file: str
+    line: int
+    body: str
+    trait: str | None  # None: inherent impl
+
+
+@dataclass
+class Store:
+    methods: dict[str, list[Method]]  # a name can be in an inherent impl and a trait impl
+    calls: list[Call]
+
+
+_IMPL = re.compile(r"\bimpl\b(?:\s*<[^{};]*?>)?\s+(?:(?P<trait>[A-Za-z_][\w:]*(?:<[^{};]*?>)?)\s+for\s+)?"
+                   r"DynamoStore\b[^{;]*\{")
+_CLIENT_CALL = re.compile(r"\bclient\s*\.\s*([a-z_][a-z0-9_]*)\s*\(")
+
+
+def _arguments(code: str, method: str) -> list[str]:
+    """The argument text of every `.method(...)` in `code` (balanced parentheses)."""
+    found = []
+    for match in re.finditer(rf"\.\s*{method}\s*\(", code):
+        depth, position = 1, match.end()
+        while depth and position < len(code):
+            depth += {"(": 1, ")": -1}.get(code[position], 0)
+            position += 1
+        found.append(code[match.end():position - 1].strip())
+    return found
+
+
+def _constants(sources: Sources) -> dict[str, str]:
+    """Every `const NAME: &str = "value";` of the store files."""
+    found: dict[str, str] = {}
+    for path, text in sources.items():
+        if STORE_FILES.fullmatch(path):
+            for name, value in re.findall(r'\bconst\s+([A-Z][A-Z0-9_]*)\s*:\s*&(?:\'static\s+)?str\s*=\s*"([^"]*)"\s*;',
+                                          text):
+                found[name] = value
+    return found
+
+
+def _index(argument: str, constants: dict[str, str], where: str) -> str:
+    argument = argument.strip()
+    literal = re.fullmatch(r'"([^"]*)"', argument)
+    if literal:
+        return literal.group(1)
+    name = argument.rsplit("::", 1)[-1]
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) and name in constants:
+        return constants[name]
+    raise SourceError(f"{where}: cannot name the index in .index_name({argument})")
+
+
+def read_store(sources: Sources) -> Store:
+    """DynamoStore's methods and every DynamoDB call in dynamodb*.rs."""
+    files = sorted(path for path in sources if STORE_FILES.fullmatch(path))
+    if not files:
+        raise SourceError(f"no {SRC}/dynamodb*.rs")
+    if not any(re.search(r"\bstruct\s+DynamoStore\b", _code(sources[path])) for path in files):
+        raise SourceError(f"no `struct DynamoStore` in {SRC}/dynamodb*.rs")
+    constants = _constants(sources)
+    methods: dict[str, list[Method]] = {}
+    spans: list[tuple[str, int, int, str]] = []  # (file, start, end, method)
+    calls: list[Call] = []
+    for path in files:
+        code = _code(sources[path])
+        for impl in _IMPL.finditer(code):
+            start, end = _block_at(code, impl.end() - 1, path)
+            position = start
+            while True:
+                fn = re.compile(r"\bfn\s+(\w+)\b[^{;]*([{;])").search(code, position, end)
+                if not fn:
+                    break
+                if fn.group(2) == ";":
+                    position = fn.end()
+                    continue
+                body_start, body_end = _block_at(code, fn.end() - 1, path)
+                name = fn.group(1)
+                methods.setdefault(name, []).append(
+                    Method(name, path, _line(code, fn.start()), code[body_start:body_end], impl.group("trait")))
+                spans.append((path, body_start, body_end, name))
+                position = body_end + 1
+        for escape in re.finditer(r"\bself\s*\.\s*client\b(?!\s*\.\s*\w+\s*\()", code):
+            raise SourceError(f"{path}:{_line(code, escape.start())}: the client leaves DynamoStore's methods "
+                              "(self.client not called on): this check cannot follow it")
+        for match in _CLIENT_CALL.finditer(code):
+            op, line = match.group(1), _line(code, match.start())
+            where = f"{path}:{line}"
+            if op in NOT_OPERATIONS:
+                raise SourceError(f"{where}: client.{op}(): the client leaves DynamoStore; this check cannot follow it")
+            if op in NOT_ONE_ACTION:
+                raise SourceError(f"{where}: client.{op}(): its IAM actions depend on its items or statement; "
+                                  "this check cannot derive them")
+            statement = code[match.end() - 1:_statement_end(code, match.end() - 1)]
+            indexes = _arguments(statement, r"(?:set_)?index_name")
+            if len(indexes) > 1 or re.search(r"\.\s*set_index_name\s*\(", statement):
+                raise SourceError(f"{where}: cannot read the index of client.{op}()")
+            index = _index(indexes[0], constants, where) if indexes else None
+            inside = [name for file, start, end, name in spans if file == path and start <= match.start() < end]
+            calls.append(Call(op, index, path, line, inside[-1] if inside else None))
+    if not methods:
+        raise SourceError(f"no `impl DynamoStore` in {SRC}/dynamodb*.rs")
+    return Store(methods, calls)
+
+
+def _self_calls(method: Method) -> set[str]:
+    return set(re.findall(r"\b(?:self\s*\.|Self\s*::)\s*(\w+)\s*\(", method.body))
+
+
+def reach(store: Store, entries: tuple[str, ...]) -> dict[str, list[str]]:
+    """Every DynamoStore method the entry points reach: name -> the path to it."""
+    paths: dict[str, list[str]] = {}
+    queue: deque[str] = deque()
+    for entry in entries:
+        implemented = [m for m in store.methods.get(entry, []) if m.trait and m.trait.split("<")[0].endswith("LockStore")]
+        if not implemented:
+            raise SourceError(f"entry point {entry} is not a method of `impl LockStore for DynamoStore` in "
+                              f"{SRC}/dynamodb*.rs: renamed? update ENTRY_POINTS")
+        paths[entry] = [entry]
+        queue.append(entry)
+    while queue:
+        name = queue.popleft()
+        for method in store.methods[name]:
+            for called in sorted(_self_calls(method)):
+                if called not in store.methods:
+                    raise SourceError(f"{method.file}: {name} calls self.{called}(), which is no method of "
+                                      "DynamoStore in dynamodb*.rs: this check cannot follow it")
+                if called not in paths:
+                    paths[called] = paths[name] + [called]
+                    queue.append(called)
+    return paths
+
+
+def _store_calls(code: str) -> list[tuple[str, int]]:
+    """(LockStore method, position) of every `store.<method>(` in `code`."""
+    return [(m.group(1), m.start()) for m in re.finditer(r"\bstore\s*\.\s*(\w+)\s*\(", code)]
+
+
+def check_chains(template: dict, sources: Sources) -> None:
+    """Each function's entry points are still the ones its code reaches."""
+    covered: dict[str, list[tuple[int, int]]] = {}
+    for function, chain in CHAINS.items():
+        resource = (template.get("Resources", {}) or {}).get(function)
+        if resource is None:
+            raise SourceError(f"template: no {function}")
+        binary = ((resource.get("Metadata", {}) or {}).get("BuildProperties", {}) or {}).get("Binary")
+        if binary != chain.binary:
+            raise SourceError(f"template: {function} builds {binary!r}, this check follows {chain.binary!r}")
+        main = f"crates/{chain.binary}/src/main.rs"
+        if main not in sources:
+            raise SourceError(f"no {main}")
+        if not re.search(rf"\b{chain.handler}\s*\(", _code(sources[main])):
+            raise SourceError(f"{main} does not call {chain.handler}: update CHAINS")
+        handler = _fn_body(_code(sources[LAMBDA_RS]), chain.handler, LAMBDA_RS)
+        if not re.search(rf"\.\s*{chain.link}\s*\(", handler):
+            raise SourceError(f"{LAMBDA_RS}: {chain.handler} does not call .{chain.link}(: update CHAINS")
+        if chain.file not in sources:
+            raise SourceError(f"no {chain.file}")
+        code = _code(sources[chain.file])
+        start, end = _fn_span(code, chain.link, chain.file)
+        if chain.whole_file:
+            start, end = 0, len(code)
+        scope = code[start:end]
+        called = sorted({name for name, _ in _store_calls(scope)})
+        if called != sorted(ENTRY_POINTS[function]):
+            raise SourceError(f"{chain.file}: {function}'s code ({'the file' if chain.whole_file else 'fn ' + chain.link}) "
+                              f"calls store methods {called}, this check follows {sorted(ENTRY_POINTS[function])}: "
+                              "update ENTRY_POINTS")
+        covered.setdefault(chain.file, []).append((start, end))
+    for path, spans in covered.items():
+        code = _code(sources[path])
+        for name, position in _store_calls(code):
+            if not any(start <= position < end for start, end in spans):
+                raise SourceError(f"{path}:{_line(code, position)}: store.{name}() is made by no function this "
+                                  "check follows: update CHAINS and ENTRY_POINTS")
+    for path, text in sources.items():
+        if STORE_FILES.fullmatch(path):
+            continue
+        found = DYNAMODB_OPERATION.search(_code(text))
+        if found:
+            raise SourceError(f"{path}:{_line(text, found.start())}: a DynamoDB call outside {SRC}/dynamodb*.rs; "
+                              "this check reads DynamoStore only")
+    if not re.search(rf'"{TABLE_ENV}"', sources.get(LAMBDA_RS, "")):
+        raise SourceError(f"{LAMBDA_RS} no longer reads {TABLE_ENV}: update TABLE_ENV")
+
+
+@dataclass(frozen=True)
+class Need:
+    action: str
+    resource: str
+    call: Call
+    path: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"{' -> '.join(self.path)} ({self.call.where()})"
+
+
+def needs(template: dict, sources: Sources) -> tuple[dict[str, list[Need]], list[Call]]:
+    """What each function calls, and the calls no function reaches."""
+    check_chains(template, sources)
+    store = read_store(sources)
+    found: dict[str, list[Need]] = {}
+    reached: set[str] = set()
+    for function, entries in ENTRY_POINTS.items():
+        paths = reach(store, entries)
+        reached |= set(paths)
+        found[function] = [Need(call.action, call.resource, call, tuple(paths[call.method]))
+                           for call in store.calls if call.method in paths]
+    return found, [call for call in store.calls if call.method not in reached]
+
+
+# -- the template -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grant:
+    action: str  # as written: dynamodb:UpdateItem, dynamodb:*, *
+    resource: str  # as text: ${LockTable.Arn}, ${LockTable.Arn}/index/owner-index, arn:...
+    conditional: bool
+    where: str
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _branches(value: Any, conditional: bool = False) -> list[tuple[Any, bool]]:
+    """The values an Fn::If can take (AWS::NoValue dropped), each with whether it
+    hangs on a condition."""
+    fn = intrinsic(value)
+    if fn and fn[0] == "Fn::If":
+        return [found for branch in fn[1][1:] for found in _branches(branch, True)]
+    if fn and fn == ("Ref", "AWS::NoValue"):
+        return []
+    return [(value, conditional)]
+
+
+def _text(value: Any) -> str:
+    """A Resource value as one string: ${Name.Attribute} for !GetAtt, ${Name} for !Ref."""
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    fn = intrinsic(value)
+    if fn:
+        key, arg = fn
+        if key == "Ref":
+            return f"${{{arg}}}"
+        if key == "Fn::GetAtt":
+            return "${" + (arg if isinstance(arg, str) else ".".join(arg)) + "}"
+        if key == "Fn::Sub" and isinstance(arg, str):
+            return arg
+        if key == "Fn::Sub" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[0], str):
+            text, variables = arg
+            for name, variable in (variables or {}).items():
+                text = text.replace(f"${{{name}}}", _text(variable))
+            return text
+        if key == "Fn::Join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
+            return str(arg[0]).join(_text(part) for part in arg[1])
+    return json.dumps(value, sort_keys=True)
+
+
+def _resources(value: Any, conditional: bool) -> list[tuple[str, bool]]:
+    found = []
+    for item, item_conditional in _branches(value, conditional):
+        for element in _as_list(item):
+            for leaf, leaf_conditional in _branches(element, item_conditional):
+                found.append((_text(leaf), leaf_conditional))
+    return found
+
+
+def _is_dynamodb(action: str) -> bool:
+    """Whether the action (or pattern) can grant a dynamodb action."""
+    service = action.split(":", 1)[0] if ":" in action else action
+    return fnmatch.fnmatchcase("dynamodb", service.lower()) or action.strip() == "*"
+
+
+def _documents(expanded: dict, function: str) -> tuple[list[tuple[Any, str]], list[str]]:
+    """(the policy documents of the function's role, with where each is; what cannot be read)."""
+    resources = expanded.get("Resources", {}) or {}
+    lam = resources.get(function, {})
+    if lam.get("Type") != "AWS::Lambda::Function":
+        return [], [f"{function}: not a function after the SAM transform"]
+    role = intrinsic((lam.get("Properties", {}) or {}).get("Role"))
+    name = None
+    if role and role[0] == "Fn::GetAtt":  # SAM's own role: !GetAtt <Function>Role.Arn
+        name = (role[1] if isinstance(role[1], str) else role[1][0]).split(".")[0]
+    if name is None or (resources.get(name, {}) or {}).get("Type") != "AWS::IAM::Role":
+        return [], [f"{function}: its role is not one of this template's AWS::IAM::Role resources; "
+                    "its permissions cannot be checked"]
+    properties = resources[name].get("Properties", {}) or {}
+    documents, unreadable = [], []
+    for policy, _ in [b for p in _as_list(properties.get("Policies", [])) for b in _branches(p)]:
+        if isinstance(policy, dict) and "PolicyDocument" in policy:
+            documents.append((policy["PolicyDocument"], f"{name} {policy.get('PolicyName', '?')}"))
+    attached = {other for other, resource in resources.items()
+                if resource.get("Type") in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+                and {"Ref": name} in _as_list((resource.get("Properties", {}) or {}).get("Roles", []))}
+    for arn, _ in [b for a in _as_list(properties.get("ManagedPolicyArns", [])) for b in _branches(a)]:
+        ref = intrinsic(arn)
+        if ref and ref[0] == "Ref" and (resources.get(ref[1], {}) or {}).get("Type") == "AWS::IAM::ManagedPolicy":
+            attached.add(ref[1])
+        elif not (isinstance(arn, str) and BASIC_EXECUTION_ROLE.match(arn)):
+            unreadable.append(f"{function}: managed policy {_text(arn)} on its role: this check cannot see what "
+                              "it grants; grant DynamoDB actions in the function's Policies")
+    for other in sorted(attached):
+        documents.append(((resources[other].get("Properties", {}) or {}).get("PolicyDocument", {}), other))
+    return documents, unreadable
+
+
+def grants(expanded: dict, function: str) -> tuple[list[Grant], list[str]]:
+    """The function's dynamodb grants, and what in its role cannot be evaluated."""
+    documents, unreadable = _documents(expanded, function)
+    found: list[Grant] = []
+    for document, where in documents:
+        for raw in _as_list((document or {}).get("Statement", [])):
+            for statement, conditional in _branches(raw):
+                if not isinstance(statement, dict):
+                    unreadable.append(f"{function}: {where}: a statement this check cannot read: {statement!r}")
+                    continue
+                label = f"{where} Sid {statement.get('Sid', '(none)')}"
+                if "NotAction" in statement:
+                    unreadable.append(f"{function}: {label}: NotAction (it grants every other action, dynamodb too)")
+                    continue
+                written = _as_list(statement.get("Action", []))
+                if any(not isinstance(action, str) for action in written):
+                    unreadable.append(f"{function}: {label}: an Action that is not a plain string: {written!r}")
+                    continue
+                actions = [action for action in written if _is_dynamodb(action)]
+                if not actions:
+                    continue
+                if statement.get("Effect") != "Allow":
+                    unreadable.append(f"{function}: {label}: a {statement.get('Effect')} of {actions}: "
+                                      "this check evaluates Allow statements only")
+                    continue
+                if "NotResource" in statement:
+                    unreadable.append(f"{function}: {label}: NotResource for {actions}")
+                    continue
+                for resource, resource_conditional in _resources(statement.get("Resource", []), conditional):
+                    found += [Grant(action, resource, resource_conditional, label) for action in actions]
+    return found, unreadable
+
+
+def _covers(grant: Grant, need: Need) -> bool:
+    return (fnmatch.fnmatchcase(need.action.lower(), grant.action.lower())
+            and fnmatch.fnmatchcase(need.resource, grant.resource.replace("[", "[[]")))
+
+
+def _environment_table(template: dict, function: str) -> Any:
+    variables = (((template["Resources"][function].get("Properties", {}) or {}).get("Environment", {}) or {})
+                 .get("Variables", {}) or {})
+    if TABLE_ENV in variables:
+        return variables[TABLE_ENV]
+    return ((((template.get("Globals", {}) or {}).get("Function", {}) or {}).get("Environment", {}) or {})
+            .get("Variables", {}) or {}).get(TABLE_ENV)
+
+
+def problems(template: dict, sources: Sources, expanded: dict | None = None) -> list[Problem]:
+    """Every rule's problems. SourceError if the code cannot be read."""
+    needed, unreached = needs(template, sources)
+    if expanded is None:
+        expanded = transform(template)
+    found: list[Problem] = []
+    indexes = {index.get("IndexName") for index in
+               (template["Resources"].get(TABLE, {}).get("Properties", {}) or {}).get("GlobalSecondaryIndexes", [])}
+    for function, function_needs in needed.items():
+        if _environment_table(template, function) != {"Ref": TABLE}:
+            found.append(("table", f"{function}: {TABLE_ENV} is not !Ref {TABLE}: the permissions checked here "
+                                   f"are on {TABLE}"))
+        for index in sorted({need.call.index for need in function_needs if need.call.index} - indexes):
+            found.append(("table", f"{function} queries index {index!r}, which {TABLE} does not have"))
+        function_grants, unreadable = grants(expanded, function)
+        found += [("unreadable", message) for message in unreadable]
+        for key in sorted({(need.action, need.resource) for need in function_needs}):
+            need = next(n for n in function_needs if (n.action, n.resource) == key)
+            if any(_covers(g, need) and not g.conditional for g in function_grants):
+                continue
+            conditional = [g for g in function_grants if _covers(g, need)]
+            via = "; ".join(n.describe() for n in function_needs if (n.action, n.resource) == key)
+            found.append(("missing", f"{function} calls {need.action} on {need.resource} ({via}) but "
+                                     + (f"is allowed it only under a condition ({conditional[0].where})"
+                                        if conditional else "is not allowed to")))
+        exact = {(need.action.lower(), need.resource) for need in function_needs}
+        for grant in function_grants:
+            if (grant.action.lower(), grant.resource) not in exact:
+                found.append(("extra", f"{function} is allowed {grant.action} on {grant.resource} ({grant.where}), "
+                                       "which its code never calls there: remove it (least privilege)"))
+    for call in unreached:
+        found.append(("unreached", f"{call.where()}: client.{call.op}() ({call.action}) in "
+                                   f"{'DynamoStore::' + call.method if call.method else 'no DynamoStore method'} is "
+                                   "reached by no function's entry points: dead code, or a store method no "
+                                   "function is assigned (ENTRY_POINTS)"))
+    return found
+
+
+def report(template: dict, sources: Sources) -> list[str]:
+    needed, _ = needs(template, sources)
+    lines = []
+    for function, function_needs in needed.items():
+        lines.append(f"{function} ({CHAINS[function].binary}): entry points {', '.join(ENTRY_POINTS[function])}")
+        for key in sorted({(need.action, need.resource) for need in function_needs}):
+            sites = sorted({f"{need.call.method} ({need.call.where()})" for need in function_needs
+                            if (need.action, need.resource) == key})
+            lines.append(f"    needs {key[0]} on {key[1]}: {', '.join(sites)}")
+    return lines
+
+
+def read_sources(root: Path = ROOT) -> Sources:
+    """Every Rust source file of the crates under `root` (the template's folder)."""
+    sources = {str(path.relative_to(root)): path.read_text() for path in sorted((root / "crates").glob("*/src/**/*.rs"))}
+    missing = [path for path in (LOCK_RS, CLEANUP_RS, LAMBDA_RS) if path not in sources]
+    if missing:
+        raise SourceError(f"{', '.join(missing)} not found under {root}")
+    return sources
+
+
+# -- self-test --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Edit:
+    """A change to one source file: the one match of the regex `old` replaced."""
+    path: str
+    old: str
+    new: str
+
+    def apply(self, sources: Sources) -> None:
+        text, count = re.subn(self.old, self.new, sources[self.path])
+        if count != 1:
+            raise AssertionError(f"self-test: {count} matches of {self.old!r} in {self.path}; update the case")
+        sources[self.path] = text
+
+
+def _statements(template: dict, function: str) -> list:
+    return template["Resources"][function]["Properties"]["Policies"][0]["Statement"]
+
+
+def _with_action(template: dict, function: str, action: str) -> dict:
+    """The one unconditional statement of `function` whose only action is `action`."""
+    found = [s for s in _statements(template, function)
+             if isinstance(s, dict) and "Fn::If" not in s and _as_list(s.get("Action")) == [action]]
+    if len(found) != 1:
+        raise AssertionError(f"self-test: {len(found)} statements of {function} allow just {action}; update the case")
+    return found[0]
+
+
+def _drop(function: str, action: str) -> Callable[[dict], None]:
+    def change(template: dict) -> None:
+        _statements(template, function).remove(_with_action(template, function, action))
+    return change
+
+
+def _conditional(function: str, action: str) -> Callable[[dict], None]:
+    def change(template: dict) -> None:
+        statements = _statements(template, function)
+        statement = _with_action(template, function, action)
+        statements[statements.index(statement)] = {"Fn::If": ["HasSchedule", statement, {"Ref": "AWS::NoValue"}]}
+    return change
+
+
+def _add(function: str, statement: dict) -> Callable[[dict], None]:
+    return lambda template: _statements(template, function).append(statement)
+
+
+def _policy(function: str, policy: Any) -> Callable[[dict], None]:
+    return lambda template: template["Resources"][function]["Properties"]["Policies"].append(policy)
+
+
+def _insert_into(path: str, method: str, statement: str) -> _Edit:
+    """`statement` as the first line of `fn method`'s body."""
+    return _Edit(path, rf"(\bfn\s+{method}\b[^{{;]*\{{)", rf"\g<1>\n        {statement}")
+
+
+def _apply(template: dict, sources: Sources, changes: list) -> tuple[dict, Sources]:
+    template, sources = copy.deepcopy(template), dict(sources)
+    for change in changes:
+        if isinstance(change, _Edit):
+            change.apply(sources)
+        else:
+            change(template)
+    return template, sources
+
+
+STORE_RS, PERMIT_WRITES_RS, PERMITS_RS = (f"{SRC}/{name}" for name in
+                                          ("dynamodb_store.rs", "dynamodb_permit_writes.rs", "dynamodb_permits.rs"))
+ACQUIRE, RELEASE, SWEEP = "AcquireLockFunction", "ReleaseLockFunction", "ReleaseExecutionLocksFunction"
+INDEX_ARN = {"Fn::Sub": "${LockTable.Arn}/index/owner-index"}
+
+
+def self_test(template: dict, sources: Sources) -> int:
+    failures = 0
+
+    def expect(ok: bool, label: str, detail: Any = "") -> None:
+        nonlocal failures
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {label}{': ' + str(detail) if detail != '' else ''}")
+
+    try:
+        shipped_expanded = transform(template)
+        shipped = problems(template, sources, shipped_expanded)
+        expect(True, "reads the shipped template and source", f"{len(shipped)} problem(s) there")
+    except (SourceError, TemplateError) as error:
+        expect(False, "reads the shipped template and source", error)
+        return 1
+
+    def query_on_table(t: dict) -> None:
+        statement = _with_action(t, SWEEP, "dynamodb:Query")
+        if statement.get("Resource") != INDEX_ARN:
+            raise AssertionError("self-test: the sweep's Query is not on the owner index; update the case")
+        statement["Resource"] = {"Fn::GetAtt": [TABLE, "Arn"]}
+
+    # Each case: (label, changes, rule, words its new problem must contain).
+    cases: list[tuple[str, list, str, tuple[str, ...]]] = [
+        ("acquire's PutItem removed from its policy", [_drop(ACQUIRE, "dynamodb:PutItem")],
+         "missing", (ACQUIRE, "dynamodb:PutItem", "put_marker")),
+        ("acquire's PutItem only under a condition", [_conditional(ACQUIRE, "dynamodb:PutItem")],
+         "missing", (ACQUIRE, "dynamodb:PutItem", "only under a condition")),
+        ("release's DeleteItem removed", [_drop(RELEASE, "dynamodb:DeleteItem")],
+         "missing", (RELEASE, "dynamodb:DeleteItem", "delete_marker")),
+        ("the sweep's GetItem removed", [_drop(SWEEP, "dynamodb:GetItem")],
+         "missing", (SWEEP, "dynamodb:GetItem", "marker_lock")),
+        ("the sweep's Query on the table ARN, not the index", [query_on_table],
+         "missing", (SWEEP, "dynamodb:Query", "/index/owner-index")),
+        ("the sweep's Query on the table ARN: an extra grant too", [query_on_table],
+         "extra", (SWEEP, "dynamodb:Query on ${LockTable.Arn} ")),
+        ("an extra dynamodb:Scan on release", [_add(RELEASE, {"Sid": "Extra", "Effect": "Allow",
+                                                               "Action": "dynamodb:Scan",
+                                                               "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}})],
+         "extra", (RELEASE, "dynamodb:Scan")),
+        ("an extra GetItem on acquire, conditional", [_add(ACQUIRE, {"Fn::If": ["HasSchedule", {
+            "Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}},
+            {"Ref": "AWS::NoValue"}]})],
+         "extra", (ACQUIRE, "dynamodb:GetItem")),
+        ("dynamodb:* on release's table", [_add(RELEASE, {"Effect": "Allow", "Action": "dynamodb:*",
+                                                          "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}})],
+         "extra", (RELEASE, "dynamodb:*")),
+        ("SAM's DynamoDBCrudPolicy on release", [_policy(RELEASE, {"DynamoDBCrudPolicy": {"TableName": {"Ref": TABLE}}})],
+         "extra", (RELEASE,)),
+        ("an Action chosen by a condition on acquire", [_add(ACQUIRE, {
+            "Effect": "Allow", "Action": {"Fn::If": ["HasSchedule", "dynamodb:Scan", "dynamodb:GetItem"]},
+            "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}})],
+         "unreadable", (ACQUIRE, "not a plain string")),
+        ("a managed policy on the sweep", [_policy(SWEEP, "arn:aws:iam::aws:policy/AmazonDynamoDBReadOnlyAccess")],
+         "unreadable", (SWEEP, "AmazonDynamoDBReadOnlyAccess")),
+        ("self.client.batch_write_item() in put_marker (acquire reaches it)",
+         [_insert_into(PERMIT_WRITES_RS, "put_marker", "let _ = self.client.batch_write_item().send().await;")],
+         "missing", (ACQUIRE, "dynamodb:BatchWriteItem", "acquire_with_limit -> put_marker")),
+        ("self.client.scan() in marker_lock (the sweep reaches it)",
+         [_insert_into(PERMIT_WRITES_RS, "marker_lock", "let _ = self.client.scan().send().await;")],
+         "missing", (SWEEP, "dynamodb:Scan", "locks_held_by -> marker_lock")),
+        ("a query of another index in release_any",
+         [_insert_into(STORE_RS, "release_any",
+                       'let _ = self.client.query().index_name("expiry-index").send().await;')],
+         "missing", (RELEASE, "dynamodb:Query", "/index/expiry-index")),
+        ("a DynamoStore method that no entry point reaches",
+         [_Edit(PERMITS_RS, r"\Z", "\nimpl DynamoStore {\n    pub(crate) async fn scan_all(&self) {\n"
+                                  "        let _ = self.client.scan().send().await;\n    }\n}\n")],
+         "unreached", ("client.scan()", "scan_all", "dead code")),
+        ("a DynamoDB call in a free fn of dynamodb*.rs",
+         [_Edit(PERMITS_RS, r"\Z", "\nasync fn stray(store: &DynamoStore) {\n"
+                                  "    let _ = store.client.delete_table().send().await;\n}\n")],
+         "unreached", ("client.delete_table()", "no DynamoStore method")),
+        ("the sweep's LOCK_TABLE_NAME another table", [
+            lambda t: t["Resources"][SWEEP]["Properties"]["Environment"]["Variables"].update(
+                {TABLE_ENV: "some-other-table"})],
+         "table", (SWEEP, TABLE_ENV)),
+    ]
+    for label, changes, rule, words in cases:
+        try:
+            broken_template, broken_sources = _apply(template, sources, changes)
+            source_only = all(isinstance(change, _Edit) for change in changes)
+            expanded = shipped_expanded if source_only else transform(broken_template)
+            found = [p for p in problems(broken_template, broken_sources, expanded) if p not in shipped]
+        except (SourceError, TemplateError, AssertionError) as error:
+            expect(False, f"{rule} reports {label}", error)
+            continue
+        hits = [message for r, message in found if r == rule and all(word in message for word in words)]
+        expect(bool(hits), f"{rule} reports {label}", hits[0] if hits else f"not reported; found {found}")
+
+    # A renamed or reshaped construct stops the check instead of turning it off.
+    unreadable = [
+        ("the entry method acquire_with_limit renamed in the store",
+         [_Edit(STORE_RS, r"async fn acquire_with_limit\(", "async fn acquire_limited(")]),
+        ("the sweep's release_granted_before renamed in the store",
+         [_Edit(STORE_RS, r"async fn release_granted_before\(", "async fn release_before(")]),
+        ("release-lock's store call renamed in lock.rs", [_Edit(LOCK_RS, r"\.release_with_limit\(", ".release_hinted(")]),
+        ("release-lock's Locker::release calling another store method",
+         [_Edit(LOCK_RS, r"\.release_with_limit\(&request\.lock_name, &request\.owner, request\.limit, now\)",
+                ".release_granted_before(&request.lock_name, &request.owner, now, now)")]),
+        ("a new Locker method calling the store", [_Edit(
+            LOCK_RS, r"(impl<S: LockStore> Locker<S> \{)",
+            r"\g<1>\n    pub async fn held(&self, owner: &Owner) { let _ = self.store.locks_held_by(owner).await; }\n")]),
+        ("handle_acquire no longer calling acquire_within",
+         [_Edit(LAMBDA_RS, r"\.acquire_within\(payload", ".acquire_bounded(payload")]),
+        ("the acquire binary no longer running handle_acquire",
+         [_Edit("crates/acquire-lock/src/main.rs", r"handle_acquire\(&locker", "handle_take(&locker")]),
+        ("a store method calling a method this check cannot find",
+         [_insert_into(STORE_RS, "release_any", "self.forget_marker(lock_name);")]),
+        ("the owner index named by an expression",
+         [_Edit(STORE_RS, r"\.index_name\(OWNER_INDEX\)", ".index_name(format!(\"owner-{}\", 1))")]),
+        ("the owner index from a constant that is not there",
+         [_Edit(STORE_RS, r"\.index_name\(OWNER_INDEX\)", ".index_name(OWNER_INDEX_V2)")]),
+        ("a transaction (authorised per item action)",
+         [_insert_into(PERMIT_WRITES_RS, "put_marker", "let _ = self.client.transact_write_items().send().await;")]),
+        ("the client passed out of DynamoStore",
+         [_insert_into(PERMIT_WRITES_RS, "put_marker", "helper(&self.client);")]),
+        ("a DynamoDB call in cleanup.rs", [_Edit(CLEANUP_RS, r"(async fn release_all<S: LockStore>\()",
+                                                 r"fn stray(c: &Client) { c.put_item(); }\n\g<1>")]),
+        ("the sweep function building another binary", [
+            lambda t: t["Resources"][SWEEP]["Metadata"]["BuildProperties"].update(Binary="sweep")]),
+    ]
+    for label, changes in unreadable:
+        try:
+            broken_template, broken_sources = _apply(template, sources, changes)
+            problems(broken_template, broken_sources, shipped_expanded)
+            expect(False, f"stops on {label}", "read on regardless")
+        except SourceError as error:
+            expect(True, f"stops on {label}", error)
+        except (AssertionError, TemplateError) as error:
+            expect(False, f"stops on {label}", error)
+
+    total = 1 + len(cases) + len(unreadable)
+    print(f"function permissions self-test: {'all' if not failures else f'{failures} of'} {total} cases "
+          f"{'as expected' if not failures else 'NOT as expected'}")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if args == ["--self-test"]:
+        return self_test(load(ROOT / "template.yaml"), read_sources())
+    if len(args) != 1:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    path = Path(args[0])
+    template = load(path)
+    try:
+        sources = read_sources(path.resolve().parent)
+        lines = report(template, sources)
+        found = problems(template, sources)
+    except SourceError as error:
+        print(f"function permissions: cannot read the code: {error}")
+        return 1
+    except TemplateError as error:
+        print(f"function permissions: cannot transform the template: {error}")
+        return 1
+    for line in lines:
+        print(f"function permissions: {line}")
+    for rule, message in found:
+        print(f"function permissions: {rule}: {message}")
+    print(f"function permissions: {len(found)} problem(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
