@@ -37,6 +37,8 @@
 # 14. function_permissions (+ self-test)  each lock function's dynamodb: grants are exactly
 #                                   the DynamoDB calls its code reaches (action and table or
 #                                   index ARN, from the Rust source), and every call is reached
+# 15. schedule (+ self-test)        the skip-if-running schedule bounds its retries, passes
+#                                   the scheduled time, and may only start that state machine
 set -uo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -98,6 +100,9 @@ step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --se
 step "target state machine" "$PY" "$HERE/target_state_machine.py" template.yaml
 step "function permissions self-test" "$PY" "$HERE/function_permissions.py" --self-test
 step "function permissions" "$PY" "$HERE/function_permissions.py" template.yaml
+
+step "schedule self-test" "$PY" "$HERE/schedule.py" --self-test
+step "schedule" "$PY" "$HERE/schedule.py" template.yaml
 
 for name in "${failures[@]}"; do
     echo "failed: $name"
