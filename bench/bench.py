@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -209,12 +210,56 @@ class Subject:
 BENCH_STATE_MACHINE = f"arn:aws:states:{REGION}:123456789012:stateMachine:bench"
 
 
+# The semaphore's scenarios (Rust only: the Python baseline has no semaphore),
+# run with limit SEMAPHORE_LIMIT, and the requests each must make, by operation
+# (DESIGN.md, Semaphore). Every acquire first writes the sweep's marker item
+# (PutItem), so that no permit is ever without one, then makes the permit
+# writes on the lock's item: one conditional UpdateItem when a permit is free;
+# when that grant's condition fails, its ALL_OLD shows the item and a second
+# UpdateItem renews the caller's own permit or prunes expired permits (and
+# grants in the same write); a contended acquire stops at the failed grant. A
+# release frees the permit (UpdateItem) and deletes the marker (DeleteItem);
+# without the `limit` hint it tries the mutex format first, and that failed
+# write shows the caller's permit: one UpdateItem more. These counts are exact,
+# not bounds: fewer would mean a marker not written or not deleted (the sweep
+# finds permits only through markers), more a write the design does not make.
+SEMAPHORE_LIMIT = 3
+SEMAPHORE_REQUESTS: dict[str, tuple[dict[str, int], str]] = {
+    "semaphore acquire (permit free)": ({"PutItem": 1, "UpdateItem": 1}, "marker + grant"),
+    "semaphore acquire (expired holder pruned)": ({"PutItem": 1, "UpdateItem": 2},
+                                                  "marker + failed grant + prune-and-grant"),
+    "semaphore acquire (contended, all permits held)": ({"PutItem": 1, "UpdateItem": 1}, "marker + failed grant"),
+    "semaphore renew (same owner)": ({"PutItem": 1, "UpdateItem": 2}, "marker + failed grant + renew"),
+    "semaphore release": ({"UpdateItem": 1, "DeleteItem": 1}, "release + marker delete"),
+    "semaphore release without the limit hint": ({"UpdateItem": 2, "DeleteItem": 1},
+                                                 "failed mutex release + release + marker delete"),
+}
+
+
 def request_goal(scenario: str) -> int:
     """Wire requests a scenario may take (README: a renewal pays a failed grant
-    plus the renew; the sweep of one lock describes, queries and releases)."""
+    plus the renew; the sweep of one lock describes, queries and releases; a
+    semaphore's scenarios take exactly SEMAPHORE_REQUESTS, see above)."""
+    if scenario in SEMAPHORE_REQUESTS:
+        return sum(SEMAPHORE_REQUESTS[scenario][0].values())
     if scenario.startswith("cleanup sweep"):
         return 3
     return 2 if scenario == "renew (same owner)" else 1
+
+
+def request_goal_met(scenario: str, counted: dict) -> bool:
+    """A mutex scenario meets its goal at or below it; a semaphore scenario
+    only with exactly its requests, operation by operation."""
+    if scenario in SEMAPHORE_REQUESTS:
+        return counted["by_operation"] == SEMAPHORE_REQUESTS[scenario][0]
+    return counted["requests"] <= request_goal(scenario)
+
+
+def permit_attributes(owner: str) -> tuple[str, str]:
+    """`permit:<h>` and `token:<h>`, <h> the first 32 hex digits of SHA-256(owner)
+    (crates/sfn-lock/src/dynamodb_permits.rs, permit_names)."""
+    digest = hashlib.sha256(owner.encode()).hexdigest()[:32]
+    return f"permit:{digest}", f"token:{digest}"
 
 
 def function_env(endpoint: str, table: str) -> dict[str, str]:
@@ -236,12 +281,18 @@ def function_env(endpoint: str, table: str) -> dict[str, str]:
     return env
 
 
-def acquire_event(lock_name: str, owner: str = OWNER) -> dict:
-    return {"lockName": lock_name, "owner": owner, "leaseSeconds": 900}
+def acquire_event(lock_name: str, owner: str = OWNER, limit: int | None = None) -> dict:
+    event = {"lockName": lock_name, "owner": owner, "leaseSeconds": 900}
+    if limit is not None:
+        event["limit"] = limit
+    return event
 
 
-def release_event(lock_name: str, owner: str = OWNER) -> dict:
-    return {"lockName": lock_name, "owner": owner}
+def release_event(lock_name: str, owner: str = OWNER, limit: int | None = None) -> dict:
+    event = {"lockName": lock_name, "owner": owner}
+    if limit is not None:
+        event["limit"] = limit
+    return event
 
 
 def sweep_event(execution_arn: str) -> dict:
@@ -516,6 +567,8 @@ class Bench:
             record("takeover of expired lock", acquire, acquire_event(expired), "granted")
             record("release", release, release_event(lock), "released")
             record("release, not held", release, release_event(lock), "not_held")
+            if impl == "ours":
+                self._count_semaphore(record, acquire, release)
         finally:
             acquire.stop()
             release.stop()
@@ -541,6 +594,63 @@ class Bench:
             finally:
                 sweep.stop()
         return out
+
+    def _count_semaphore(self, record, acquire: FunctionProcess, release: FunctionProcess) -> None:
+        """The semaphore's scenarios (SEMAPHORE_REQUESTS), limit 3, for ours only."""
+        limit = SEMAPHORE_LIMIT
+        lock = f"count-sem-{self.run_id}"
+        expired_lock = f"count-sem-expired-{self.run_id}"
+        others = [f"arn:aws:states:us-east-1:123456789012:execution:bench:sem-{self.run_id}-{i}" for i in range(4)]
+
+        def grant(owner: str) -> None:
+            """A permit for `owner` through the function, not counted."""
+            kind, payload = answer(acquire.invoke(acquire_event(lock, owner, limit)))
+            got = payload.get("outcome") if kind == "ok" and isinstance(payload, dict) else payload
+            if got != "granted":
+                self.notes.append(f"semaphore setup: acquire for {owner} answered {got!r}, expected 'granted'")
+
+        record("semaphore acquire (permit free)", acquire, acquire_event(lock, OWNER, limit), "granted")
+        # The fixture below is written by hand: its layout must be the one the function writes.
+        written = self.stack.client.get_item(TableName=self.table, Key={"lockName": {"S": lock}},
+                                             ConsistentRead=True).get("Item", {})
+        permit, token = permit_attributes(OWNER)
+        if set(written.get(permit, {}).get("M", {})) != {"owner", "acquiredAt", "expiresAt"} or token not in written \
+                or "holderCount" not in written:
+            self.notes.append(f"semaphore: the function's permit layout is not the fixture's: {sorted(written)}")
+
+        # Full, one of the three permits expired: the layout of dynamodb_permits.rs,
+        # written directly (the functions read the real clock: no sleeping).
+        now = int(time.time() * 1000)
+        holders = [(others[1], now - 120_000, now - 60_000), (others[2], now - 1000, now + 900_000),
+                   (others[3], now - 1000, now + 900_000)]
+        item = {"lockName": {"S": expired_lock}, "holderCount": {"N": str(len(holders))},
+                "fencingToken": {"N": str(now * 1000 + len(holders))},
+                "ttl": {"N": str(now // 1000 + 31_536_000 + 86_400)}}
+        for index, (owner, acquired_at, expires_at) in enumerate(holders, start=1):
+            permit, token = permit_attributes(owner)
+            item[permit] = {"M": {"owner": {"S": owner}, "acquiredAt": {"N": str(acquired_at)},
+                                  "expiresAt": {"N": str(expires_at)}}}
+            item[token] = {"N": str(now * 1000 + index)}
+        self.stack.client.put_item(TableName=self.table, Item=item)
+        record("semaphore acquire (expired holder pruned)", acquire, acquire_event(expired_lock, OWNER, limit), "granted")
+        # What was counted must have been a prune: the expired permit gone, the caller's in.
+        after = self.stack.client.get_item(TableName=self.table, Key={"lockName": {"S": expired_lock}},
+                                           ConsistentRead=True).get("Item", {})
+        present = {value["M"]["owner"]["S"] for name, value in after.items() if name.startswith("permit:")}
+        if present != {OWNER, others[2], others[3]} or after.get("holderCount") != {"N": "3"}:
+            self.notes.append(f"semaphore prune: permits afterwards {sorted(present)}, "
+                              f"holderCount {after.get('holderCount')}; expected the expired one replaced by {OWNER}")
+
+        grant(others[0])
+        grant(others[1])  # OWNER and two others: all 3 permits held, all live
+        record("semaphore acquire (contended, all permits held)", acquire,
+               acquire_event(lock, others[2], limit), "LockUnavailable")
+        # The caller's own live permit, the lock full: the failed grant shows it.
+        record("semaphore renew (same owner)", acquire, acquire_event(lock, OWNER, limit), "renewed")
+        record("semaphore release", release, release_event(lock, OWNER, limit), "released")
+        # Acquire's answer carries the limit, but a caller may leave it out: the
+        # default (1) tries the mutex format first.
+        record("semaphore release without the limit hint", release, release_event(lock, others[0]), "released")
 
     # -- the whole run --------------------------------------------------------
 
@@ -775,16 +885,23 @@ def render_table(report: dict) -> tuple[str, list[dict]]:
     for scenario, o in ours_req.items():
         p = py_req.get(scenario)
         goal = request_goal(scenario)
-        if scenario.startswith("cleanup sweep"):
+        if scenario in SEMAPHORE_REQUESTS:
+            goal_text = f"= {goal}: {SEMAPHORE_REQUESTS[scenario][1]}"
+            met = yes(request_goal_met(scenario, o))
+        elif scenario.startswith("cleanup sweep"):
             goal_text, met = "DescribeExecution + Query + 1 per lock", yes(o["requests"] == goal)
         else:
             goal_text = "1" if goal == 1 else "1 (2 allowed: see README)"
-            met = yes(o["requests"] <= goal)
+            met = yes(request_goal_met(scenario, o))
         ptext = "—"
+        if scenario in SEMAPHORE_REQUESTS:
+            ptext = "n/a (no semaphore)"
         if p:
             ptext = f"{p['requests']}" + ("" if p["answer"] in ("granted", "released", "not_held") or p["answer"] == o["answer"]
                                           else f" (answers {p['answer']})")
         otext = f"{o['requests']}" + ("" if o["answer"] == o["expected"] else f" (answers {o['answer']}!)")
+        if scenario in SEMAPHORE_REQUESTS:
+            otext += " (" + ", ".join(f"{op} {n}" for op, n in sorted(o["by_operation"].items())) + ")"
         add(f"DynamoDB requests: {scenario}", otext, ptext, "", goal_text, met)
     t = f["transitions"]
     if t:
@@ -906,7 +1023,10 @@ def main() -> int:
     report = build_report(args, bench, raw, transitions, sizes)
     # A wrong request count is a wrong lock, as a wrong answer is: both fail the run.
     for scenario, counted in report["figures"]["requests"].get("ours", {}).items():
-        if counted["requests"] > request_goal(scenario):
+        if scenario in SEMAPHORE_REQUESTS and not request_goal_met(scenario, counted):
+            bench.notes.append(f"{scenario}: {counted['requests']} requests {counted['by_operation']}, "
+                               f"expected exactly {SEMAPHORE_REQUESTS[scenario][0]}")
+        elif counted["requests"] > request_goal(scenario):
             bench.notes.append(f"{scenario}: {counted['requests']} requests, more than {request_goal(scenario)}")
     table, rows = render_table(report)
     report["table"] = rows

@@ -39,6 +39,8 @@ const SUBSTITUTIONS = {
   MaxWaitSeconds: 3600,
   WorkloadTimeoutSeconds: 60,
   WorkloadMaxRunSeconds: 900,
+  // The template's default: a mutex (transitions do not depend on the limit).
+  LockLimit: 1,
   // The template's default (PassLockToWorkload false): the lock stays out of the data.
   LockResultPath: 'null',
 };
