@@ -24,6 +24,9 @@ cleanup-delay             CleanupDelaySeconds is the cleanup queue's DelaySecond
                           function's Timeout, so that an acquire in flight when the
                           execution ended has landed before the sweep looks.
 defaults-in-range         every parameter above has its Default within its range.
+lock-limit-integers       LockLimit admits exactly the integers 1..1000 that acquire-lock
+                          accepts: a Number parameter would also take 2.5, deploy, and
+                          then fail every execution with InvalidLockRequest.
 
 Usage: parameter_orderings.py template.yaml | parameter_orderings.py --self-test
 """
@@ -209,9 +212,21 @@ LAMBDA_INIT_SECONDS = 10
 LATE_ACQUIRE_SECONDS = 30
 
 
+def late_acquire_seconds() -> int:
+    """LATE_ACQUIRE_SECONDS as crates/sfn-lock/src/sweep_policy.rs defines it."""
+    source = (Path(__file__).resolve().parents[2] / "crates/sfn-lock/src/sweep_policy.rs").read_text()
+    found = re.findall(r"const\s+LATE_ACQUIRE_SECONDS\s*:\s*u32\s*=\s*([0-9_]+)\s*;", source)
+    if len(found) != 1:
+        raise SystemExit("parameter_orderings: cannot read LATE_ACQUIRE_SECONDS from sweep_policy.rs")
+    return int(found[0].replace("_", ""))
+
+
 def sweep_grace_covers_late_acquire(template: dict, definitions: Callable[[str], str]) -> list[str]:
     low, _, _ = _range(template, "WorkloadMaxRunSeconds")
     timeout = _number(_properties(template, "AcquireLockFunction").get("Timeout"))
+    if timeout is not None and LAMBDA_INIT_SECONDS + timeout > late_acquire_seconds():
+        return [f"an acquire may land {LAMBDA_INIT_SECONDS} s Init + {timeout} s after the execution ended, "
+                f"later than the sweep's LATE_ACQUIRE_SECONDS ({late_acquire_seconds()} s) allows"]
     if low is None or timeout is None or low < max(LATE_ACQUIRE_SECONDS, LAMBDA_INIT_SECONDS + timeout):
         return [f"WorkloadMaxRunSeconds (the sweep's grace) may be {low} s, less than a late acquire "
                 f"needs ({LAMBDA_INIT_SECONDS} s Init + the acquire function's {timeout} s, and {LATE_ACQUIRE_SECONDS} s)"]
@@ -227,6 +242,28 @@ def defaults_in_range(template: dict, definitions: Callable[[str], str]) -> list
     return found
 
 
+LOCK_LIMIT_MAX = 1000  # acquire-lock's `limit` rule (README)
+
+
+def lock_limit_integers(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    parameter = template.get("Parameters", {}).get("LockLimit")
+    if parameter is None:
+        return ["no LockLimit parameter"]
+    if parameter.get("Type") != "String":
+        return [f"LockLimit is a {parameter.get('Type')}: CloudFormation also accepts 2.5 for it; "
+                "use a String with an AllowedPattern of the integers 1..1000"]
+    pattern = parameter.get("AllowedPattern", "")
+    accepted = [str(n) for n in range(1, LOCK_LIMIT_MAX + 1)]
+    refused = ["0", str(LOCK_LIMIT_MAX + 1), "2.5", "2.0", "01", "-1", "", " 5", "1e2"]
+    found = [f"LockLimit's AllowedPattern {pattern!r} refuses {value!r}"
+             for value in accepted if not re.fullmatch(pattern, value)][:3]
+    found += [f"LockLimit's AllowedPattern {pattern!r} accepts {value!r}"
+              for value in refused if re.fullmatch(pattern, value)]
+    if not re.fullmatch(pattern, str(parameter.get("Default"))):
+        found.append(f"LockLimit's Default {parameter.get('Default')!r} is outside its pattern")
+    return found
+
+
 RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
     "sample-timeout-derived": sample_timeout_derived,
     "workload-timeout-range": workload_timeout_range,
@@ -236,6 +273,7 @@ RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
     "cleanup-delay": cleanup_delay,
     "sweep-grace-covers-late-acquire": sweep_grace_covers_late_acquire,
     "defaults-in-range": defaults_in_range,
+    "lock-limit-integers": lock_limit_integers,
 }
 
 
@@ -259,6 +297,7 @@ GOOD_TEMPLATE: dict[str, Any] = {
         "WorkloadTimeoutSeconds": {"Type": "Number", "Default": 300, "MinValue": 1, "MaxValue": 900},
         "WorkloadMaxRunSeconds": {"Type": "Number", "Default": 900, "MinValue": 30, "MaxValue": 86400},
         "CleanupDelaySeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 900},
+        "LockLimit": {"Type": "String", "Default": "1", "AllowedPattern": "^([1-9][0-9]{0,2}|1000)$"},
     },
     "Resources": {
         "AcquireLockFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 10}},
@@ -321,6 +360,12 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict, Callable[[str], str]]]] = {
     ],
     "sweep-grace-covers-late-acquire": [
         ("grace minimum 15 s, below Init + acquire timeout", _broken(_set("Parameters/WorkloadMaxRunSeconds/MinValue", 15)), _asl(GOOD_ASL)),
+        ("acquire timeout 25 s: Init + 25 s beyond LATE_ACQUIRE_SECONDS", _broken(_set("Resources/AcquireLockFunction/Properties/Timeout", 25)), _asl(GOOD_ASL)),
+    ],
+    "lock-limit-integers": [
+        ("LockLimit a Number", _broken(_set("Parameters/LockLimit", {"Type": "Number", "Default": 1, "MinValue": 1, "MaxValue": 1000})), _asl(GOOD_ASL)),
+        ("a pattern that takes 1001", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[1-9][0-9]{0,3}$")), _asl(GOOD_ASL)),
+        ("a pattern that takes 2.5", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[0-9.]+$")), _asl(GOOD_ASL)),
     ],
     "defaults-in-range": [
         ("CleanupDelaySeconds default 60 below its minimum 120",

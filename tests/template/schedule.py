@@ -16,6 +16,9 @@ Rules
     schedule-input      Input is a JSON object with scheduledTime = <aws.scheduler.scheduled-time>
     schedule-target     the target is SkipIfRunningStateMachine, through a role that may
                         only states:StartExecution that state machine
+    schedule-group      the schedule is in a schedule group of its own (Scheduler's metrics,
+                        InvocationDroppedCount among them, are per group: in the
+                        account's default group they would mix with other schedules)
 
 Usage: schedule.py template.yaml | schedule.py --self-test
 """
@@ -32,6 +35,7 @@ from cfn_template import load
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULE, ROLE, TARGET = "SkipIfRunningSchedule", "SkipIfRunningScheduleRole", "SkipIfRunningStateMachine"
+GROUP = "SkipIfRunningScheduleGroup"
 MAX_EVENT_AGE_SECONDS = 3600
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 
@@ -64,6 +68,9 @@ def problems(template: dict[str, Any]) -> list[str]:
         found.append(f"schedule-target: the target is {target.get('Arn')!r}, not {TARGET}")
     if target.get("RoleArn") != {"Fn::GetAtt": [ROLE, "Arn"]}:
         found.append(f"schedule-target: the role is {target.get('RoleArn')!r}, not {ROLE}")
+    group = schedule.get("Properties", {}).get("GroupName")
+    if group != {"Ref": GROUP} or resources.get(GROUP, {}).get("Type") != "AWS::Scheduler::ScheduleGroup":
+        found.append(f"schedule-group: GroupName is {group!r}, not !Ref {GROUP} (an AWS::Scheduler::ScheduleGroup)")
     statements = [statement
                   for policy in resources.get(ROLE, {}).get("Properties", {}).get("Policies", [])
                   for statement in policy.get("PolicyDocument", {}).get("Statement", [])]
@@ -89,6 +96,7 @@ def self_test(template: dict[str, Any]) -> int:
         ("an input that is not JSON", target(lambda t: t.update(Input=SCHEDULED_TIME))),
         ("another target", target(lambda t: t.update(Arn={"Ref": "LockedWorkflowStateMachine"}))),
         ("a wider role", add_statement),
+        ("the default group", lambda t: t["Resources"][SCHEDULE]["Properties"].pop("GroupName")),
     ]
     failures = 0
     if problems(template):

@@ -8,7 +8,7 @@ use crate::model::{EpochMillis, MAX_LEASE_SECONDS};
 
 /// An acquire in flight when its execution ended lands within Lambda's Init
 /// phase (up to 10 s, outside the function timeout) plus the acquire
-/// function's 10 s timeout: its grant time is at most this after the end. A
+/// function's 15 s timeout: its grant time is at most this after the end. A
 /// grant of the same owner made later is not the ended run's (a redriven run's,
 /// or its workload renewing a lapsed lease), and the sweep leaves it alone.
 pub const LATE_ACQUIRE_SECONDS: u32 = 30;
