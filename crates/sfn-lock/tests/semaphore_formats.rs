@@ -113,7 +113,7 @@ async fn an_item_of_the_previous_version_is_renewed_released_taken_and_swept() {
     );
     assert_eq!(taken.fencing_token, 42);
     let found = store.locks_held_by(&owner("new")).await.unwrap();
-    assert_eq!(found, [lock.clone()]);
+    assert_eq!(found, std::slice::from_ref(&lock));
     let swept = store
         .release_granted_before(&lock, &owner("new"), now, now)
         .await
