@@ -297,7 +297,7 @@ def sdk_settings(sources: Sources) -> Sdk:
 _FIRST_WRITES = re.compile(r"\bself\s*\.\s*(?:grant|grant_permit)\s*\(")
 _FOLLOW_UPS = re.compile(r"\bself\s*\.\s*(?:renew|renew_permit|prune)\s*\(")
 _MARKER_PUT = re.compile(r"\bself\s*\.\s*put_marker\s*\(")
-_LOOP = r"for\s+_\s+in\s+0\.\.MAX_ACQUIRE_ROUNDS\s*\{"
+_LOOP = r"while\s+lost_rounds\s*<\s*MAX_ACQUIRE_ROUNDS\s*\{"
 
 
 def acquire_calls(sources: Sources) -> tuple[int, int]:
@@ -307,7 +307,7 @@ def acquire_calls(sources: Sources) -> tuple[int, int]:
     acquire = _block(sources[STORE_RS], r"\basync\s+fn\s+acquire_with_limit\s*\(", STORE_RS)
     loop = re.search(_LOOP, acquire)
     if not loop:
-        raise SourceError(f"{STORE_RS}: acquire has no `for _ in 0..MAX_ACQUIRE_ROUNDS` loop")
+        raise SourceError(f"{STORE_RS}: acquire has no `while lost_rounds < MAX_ACQUIRE_ROUNDS` loop")
     body = _block(acquire, _LOOP, STORE_RS)
     if not _FIRST_WRITES.search(body):
         raise SourceError(f"{STORE_RS}: no grant recognised in acquire's loop")
@@ -661,7 +661,7 @@ def self_test(template: dict, sources: Sources) -> int:
         ("the adaptive retry mode", [_Edit(LAMBDA_RS, "RetryConfig::standard()", "RetryConfig::adaptive()")]),
         ("the sweep's DescribeExecution calls renamed", [_Edit(CLEANUP_RS, "self.executions.describe(",
                                                                "self.executions.look_up(")]),
-        ("acquire's loop not bounded by MAX_ACQUIRE_ROUNDS", [_Edit(STORE_RS, "for _ in 0..MAX_ACQUIRE_ROUNDS {", "loop {")]),
+        ("acquire's loop not bounded by MAX_ACQUIRE_ROUNDS", [_Edit(STORE_RS, "while lost_rounds < MAX_ACQUIRE_ROUNDS {", "loop {")]),
         ("acquire's grant renamed", [_Edit(STORE_RS, "self.grant(", "self.take("),
                                      _Edit(STORE_RS, "self.grant_permit(", "self.take_permit(")]),
         ("release_any renamed", [_Edit(STORE_RS, "fn release_any(", "fn release_either(")]),

@@ -185,7 +185,8 @@ pub(crate) enum Decision {
     },
     /// Live holders fill the caller's limit.
     Held(Contention),
-    /// Remove these expired permits (the longest expired first) in one write
+    /// Remove these expired permits (the caller's own, then the longest
+    /// expired) in one write
     /// guarded by `seen_count`, and grant the caller in it when that makes room.
     Prune {
         seen_count: usize,
@@ -245,7 +246,14 @@ pub(crate) fn decide(
         return Ok(Decision::Again);
     }
     let seen_count = live.len() + expired.len();
-    expired.sort_by_key(|permit| permit.holder.expires_at);
+    // The caller's own expired permit first: the grant replaces it, and a
+    // grant that left it in place would fail on it (`attribute_not_exists`).
+    expired.sort_by_key(|permit| {
+        (
+            permit.holder.owner != owner.as_str(),
+            permit.holder.expires_at,
+        )
+    });
     expired.truncate(PRUNE_BATCH);
     // After the write: seen - pruned + 1 holders, at most the caller's limit.
     let grant = seen_count - expired.len() < limit.get() as usize;

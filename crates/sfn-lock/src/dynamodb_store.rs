@@ -69,7 +69,11 @@ impl LockStore for DynamoStore {
             };
             Ok(AcquireOutcome::Granted(lease))
         };
-        for _ in 0..MAX_ACQUIRE_ROUNDS {
+        // Rounds lost to other writers; a write that removed expired permits
+        // without room to grant yet is progress, not a lost round.
+        let mut lost_rounds = 0;
+        while lost_rounds < MAX_ACQUIRE_ROUNDS {
+            lost_rounds += 1;
             let first = match limit.is_mutex() {
                 true => self.grant(lock_name, owner, expires_at, now).await,
                 false => {
@@ -126,8 +130,13 @@ impl LockStore for DynamoStore {
                         .await;
                     match pruned {
                         Ok(item) if grant => return granted(&item),
-                        // Room made for the next round, or the item changed.
-                        Ok(_) | Err(WriteFailure::ConditionFailed(_)) => continue,
+                        // Permits removed, not yet enough (a limit lowered by
+                        // more than PRUNE_BATCH): go on removing.
+                        Ok(_) => {
+                            lost_rounds -= 1;
+                            continue;
+                        }
+                        Err(WriteFailure::ConditionFailed(_)) => continue,
                         Err(WriteFailure::Store(error)) => return Err(error),
                     }
                 }

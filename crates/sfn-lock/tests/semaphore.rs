@@ -254,3 +254,67 @@ async fn a_semaphore_owner_too_long_for_the_item_is_refused_before_any_write() {
             .unwrap(),
     );
 }
+
+#[tokio::test]
+async fn an_owner_whose_expired_permit_is_not_among_the_oldest_still_gets_a_new_grant() {
+    // More expired permits than one prune removes (16), the caller's the
+    // latest to expire: the caller's own must be among those removed.
+    let (store, _) = counted_store().await;
+    let lock = LockName::new(unique("sem-prune-own")).unwrap();
+    let now = EpochMillis::now();
+    for index in 0..17 {
+        let seconds = if index == 16 { 60 } else { 10 };
+        granted(
+            store
+                .acquire_with_limit(
+                    &lock,
+                    &owner(&format!("o{index}")),
+                    lease(seconds),
+                    limit(17),
+                    now,
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    let later = now.plus_seconds(61);
+    let again = granted(
+        store
+            .acquire_with_limit(&lock, &owner("o16"), lease(60), limit(17), later)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(again.acquired_at, later);
+    assert!(holder_count(&lock).await <= 17);
+}
+
+#[tokio::test]
+async fn a_limit_lowered_far_below_many_expired_permits_still_gets_its_grant() {
+    // 60 expired permits, a caller on limit 2: four removal writes (16 each)
+    // before there is room. Each is progress, never a lost round.
+    let (store, _) = counted_store().await;
+    let lock = LockName::new(unique("sem-lowered")).unwrap();
+    let now = EpochMillis::now();
+    for index in 0..60 {
+        granted(
+            store
+                .acquire_with_limit(
+                    &lock,
+                    &owner(&format!("o{index}")),
+                    lease(10),
+                    limit(60),
+                    now,
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    let later = now.plus_seconds(11);
+    granted(
+        store
+            .acquire_with_limit(&lock, &owner("late"), lease(60), limit(2), later)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(holder_count(&lock).await, 1);
+}
