@@ -397,4 +397,31 @@ mod tests {
         assert_eq!(message["expiresAt"], "2026-01-01T00:00:00Z");
         assert_eq!(message["lockName"], "etl");
     }
+
+    #[test]
+    fn a_full_semaphore_names_its_limit_its_holders_and_the_first_end() {
+        let live_holders: Vec<(String, String)> = (0..12)
+            .map(|n| (format!("arn:exec:{n}"), format!("2026-01-01T00:00:{n:02}Z")))
+            .collect();
+        let error = LockError::Unavailable {
+            lock_name: "api".into(),
+            holder: "arn:exec:0".into(),
+            expires_at: "2026-01-01T00:00:00Z".into(),
+            limit: 12,
+            live_holders,
+        };
+        let message: serde_json::Value = serde_json::from_str(&error.error_message()).unwrap();
+        assert_eq!(message["limit"], 12);
+        assert_eq!(message["liveHolders"], 12);
+        assert_eq!(message["holders"].as_array().unwrap().len(), LISTED_HOLDERS);
+        assert_eq!(message["holders"][0]["owner"], "arn:exec:0");
+        let text = message["message"].as_str().unwrap();
+        assert!(text.contains("12 live of limit 12"), "{text}");
+        assert!(text.contains("and 2 more"), "{text}");
+        assert!(
+            text.contains("first lease ends at 2026-01-01T00:00:00Z"),
+            "{text}"
+        );
+        assert!(!text.contains("arn:exec:11"), "{text}");
+    }
 }

@@ -45,6 +45,10 @@ fn expected_field(case: &str) -> &'static str {
         "release: unknown field" => "everyone",
         "wait bound without start" | "wait start not a timestamp" => "waitStartedAt",
         "wait start without bound" | "negative wait bound" => "maxWaitSeconds",
+        "limit zero" | "limit over a thousand" | "fractional limit" | "limit as a string" => {
+            "limit"
+        }
+        "semaphore owner too long for the item" => "owner",
         "JSON array"
         | "JSON string"
         | "JSON number"
@@ -98,6 +102,12 @@ fn bad_acquire_events() -> Vec<(&'static str, String)> {
         ("number beyond f64", r#"{"lockName": "etl", "owner": "arn:exec:1", "leaseSeconds": 1e400}"#.into()),
         ("truncated JSON", r#"{"lockName": "etl", "owner": "#.into()),
         ("a 1 MiB lockName", format!(r#"{{"lockName": "{}", "owner": "arn:exec:1"}}"#, "x".repeat(1 << 20))),
+        ("limit zero", r#"{"lockName": "etl", "owner": "arn:exec:1", "limit": 0}"#.into()),
+        ("limit over a thousand", r#"{"lockName": "etl", "owner": "arn:exec:1", "limit": 1001}"#.into()),
+        ("fractional limit", r#"{"lockName": "etl", "owner": "arn:exec:1", "limit": 2.5}"#.into()),
+        ("limit as a string", r#"{"lockName": "etl", "owner": "arn:exec:1", "limit": "3"}"#.into()),
+        // Refused by the store before it writes (the marker included).
+        ("semaphore owner too long for the item", format!(r#"{{"lockName": "etl", "owner": "{}", "limit": 2}}"#, "x".repeat(257))),
     ]
 }
 
