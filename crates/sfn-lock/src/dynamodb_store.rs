@@ -26,8 +26,12 @@ impl DynamoStore {
         // The SDK retries one request with the same id when an attempt's
         // answer is lost; the id tells that retry its own landed write apart.
         let release_id = release_id();
-        let mutex = || self.release_mutex(lock_name, owner, &release_id, granted_before, now);
-        let permit = || self.release_permit(lock_name, owner, &release_id, granted_before);
+        // Boxed: two formats' futures nested in one more layer exceed rustc's
+        // layout query depth in the binaries without a break here.
+        let mutex =
+            || Box::pin(self.release_mutex(lock_name, owner, &release_id, granted_before, now));
+        let permit =
+            || Box::pin(self.release_permit(lock_name, owner, &release_id, granted_before));
         let answer = match limit.is_mutex() {
             true => match mutex().await? {
                 Some(outcome) => Some(outcome),
