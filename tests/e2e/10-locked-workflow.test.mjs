@@ -72,7 +72,8 @@ describe('locked workflow', () => {
 
     const [attempt] = run.record.acquireAttempts;
     assert.equal(run.record.acquireAttempts.length, 1);
-    assert.deepEqual(Object.keys(attempt.payload).sort(), ['leaseSeconds', 'lockName', 'maxWaitSeconds', 'owner', 'waitStartedAt']);
+    assert.deepEqual(Object.keys(attempt.payload).sort(), ['leaseSeconds', 'limit', 'lockName', 'maxWaitSeconds', 'owner', 'waitStartedAt']);
+    assert.equal(attempt.payload.limit, TEST_SUBSTITUTIONS.LockLimit, 'LockLimit, 1: a mutex');
     assert.equal(attempt.payload.owner, run.executionArn);
     assert.equal(attempt.payload.leaseSeconds, LEASE_SECONDS, 'lease = execution timeout + workload max run + margin, added in the ASL');
     assert.equal(attempt.payload.maxWaitSeconds, TEST_SUBSTITUTIONS.MaxWaitSeconds);

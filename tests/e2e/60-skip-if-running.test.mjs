@@ -81,7 +81,16 @@ function assertSkippedBy(run, lockName, holder, holderLock) {
   const { lock } = run.output;
   assert.deepEqual(run.output, {
     skipped: true,
-    lock: { lockName, holder, expiresAt: lock?.expiresAt, message: lock?.message },
+    lock: {
+      lockName,
+      holder,
+      expiresAt: lock?.expiresAt,
+      message: lock?.message,
+      // A mutex (LockLimit 1): its one live holder, also listed.
+      limit: 1,
+      liveHolders: 1,
+      holders: [{ owner: holder, expiresAt: lock?.expiresAt }],
+    },
   });
   assert.equal(Date.parse(lock.expiresAt), holderLock.expiresAt, 'expiresAt is the holder\'s lease end');
   assert.equal(typeof lock.message, 'string');
@@ -133,7 +142,7 @@ describe('skip if running: a free lock runs the workload as the locked workflow 
 
     const [attempt] = run.record.acquireAttempts;
     assert.equal(run.record.acquireAttempts.length, 1);
-    assert.deepEqual(Object.keys(attempt.payload).sort(), ['leaseSeconds', 'lockName', 'owner'], 'no wait is asked for');
+    assert.deepEqual(Object.keys(attempt.payload).sort(), ['leaseSeconds', 'limit', 'lockName', 'owner'], 'no wait is asked for');
     assert.equal(attempt.payload.owner, run.executionArn);
     assert.equal(attempt.payload.leaseSeconds, locked.record.acquireAttempts[0].payload.leaseSeconds, 'the locked workflow\'s lease');
     assert.equal(attempt.result.outcome, 'granted');
