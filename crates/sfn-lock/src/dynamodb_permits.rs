@@ -59,7 +59,9 @@ pub const fn worst_item_bytes(lock_name_bytes: usize, limit: u32) -> usize {
 
 // Every limit the contract accepts fits with every lock name it accepts, so
 // the only request a semaphore refuses for size is one with a longer owner.
-const _: () = assert!(worst_item_bytes(MAX_LOCK_NAME_BYTES, MAX_LIMIT) <= MAX_ITEM_BYTES);
+// One permit more than the limit fits too: a refused grant's would-be item,
+// should DynamoDB check its size before the condition (it does not say).
+const _: () = assert!(worst_item_bytes(MAX_LOCK_NAME_BYTES, MAX_LIMIT + 1) <= MAX_ITEM_BYTES);
 
 /// A semaphore owner must be short enough for the worst-case item to fit.
 pub fn check_fits(owner: &Owner) -> Result<(), StoreError> {
@@ -262,4 +264,17 @@ pub(crate) fn decide(
         expired,
         grant,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worst_item_is_the_documented_sum() {
+        // DESIGN.md, "Semaphore": 8 + 1024 + 2560 + 1000 x (144 + 256).
+        assert_eq!(worst_item_bytes(1024, 1000), 403_592);
+        assert_eq!(worst_item_bytes(0, 1), 8 + 2560 + 400);
+        assert!(worst_item_bytes(MAX_LOCK_NAME_BYTES, MAX_LIMIT + 1) <= MAX_ITEM_BYTES);
+    }
 }

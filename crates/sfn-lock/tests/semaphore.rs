@@ -318,3 +318,39 @@ async fn a_limit_lowered_far_below_many_expired_permits_still_gets_its_grant() {
     );
     assert_eq!(holder_count(&lock).await, 1);
 }
+
+#[tokio::test]
+async fn a_grant_never_leaves_more_permits_on_the_item_than_the_callers_limit() {
+    // 18 expired permits, a caller on limit 2: one batch (16) leaves 2, as
+    // many as the limit, so the caller's grant must wait for the next batch.
+    let (store, _) = counted_store().await;
+    let lock = LockName::new(unique("sem-exact-room")).unwrap();
+    let now = EpochMillis::now();
+    for index in 0..18 {
+        granted(
+            store
+                .acquire_with_limit(
+                    &lock,
+                    &owner(&format!("o{index}")),
+                    lease(10),
+                    limit(18),
+                    now,
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    granted(
+        store
+            .acquire_with_limit(
+                &lock,
+                &owner("late"),
+                lease(60),
+                limit(2),
+                now.plus_seconds(11),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(holder_count(&lock).await, 1);
+}
