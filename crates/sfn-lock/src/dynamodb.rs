@@ -47,6 +47,15 @@ pub const OWNER_QUERY_PAGE_SIZE: i32 = 100;
 /// deletion (see [`GRANT`]).
 pub const TTL_GRACE_SECONDS: u32 = 86_400;
 
+/// GRANT's assignments; the write that removes expired permits and grants a
+/// mutex in the same stroke (`dynamodb_permit_writes.rs`) makes the same ones.
+macro_rules! grant_assignments {
+    () => {
+        "#owner = :owner, #acquiredAt = :now, #expiresAt = :expiresAt, #ttl = :ttl, \
+         #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one"
+    };
+}
+pub(crate) use grant_assignments;
 /// The lock is free, or its lease ran out. TTL deletes lazily (hours late),
 /// so expiry is decided here, never by the item's absence.
 ///
@@ -54,9 +63,7 @@ pub const TTL_GRACE_SECONDS: u32 = 86_400;
 /// microseconds, so the token still rises when TTL deleted the previous item:
 /// the old counter stopped at its own start time plus its grant count, and a
 /// lock sees far fewer than one grant per microsecond.
-const GRANT: &str =
-    "SET #owner = :owner, #acquiredAt = :now, #expiresAt = :expiresAt, #ttl = :ttl, \
-     #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one";
+const GRANT: &str = concat!("SET ", grant_assignments!());
 /// A semaphore's permits block a mutex grant, expired or not: an acquire that
 /// finds only expired ones removes them first (`dynamodb_permits.rs`).
 const GRANT_CONDITION: &str = "(attribute_not_exists(#owner) OR #expiresAt < :now) \

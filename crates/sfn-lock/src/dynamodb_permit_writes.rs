@@ -11,13 +11,23 @@ use crate::dynamodb_permits::*;
 use crate::error::StoreError;
 use crate::model::{EpochMillis, LockName, Owner, ReleaseOutcome, MAX_LEASE_SECONDS};
 
+/// GRANT_PERMIT's assignments but the count, shared with [`DynamoStore::prune`].
+macro_rules! permit_assignments {
+    () => {
+        "#token = if_not_exists(#fencingToken, :tokenBase) + :one, \
+         #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one, \
+         #permit = :permit, #ttl = :ttl"
+    };
+}
 /// A permit is free and the caller has none: add it, with the next token.
 /// `#token` is listed before `#fencingToken`: both read the counter as it was
 /// (DynamoDB evaluates every operand on the old item).
-const GRANT_PERMIT: &str = "SET #token = if_not_exists(#fencingToken, :tokenBase) + :one, \
-     #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one, \
-     #permit = :permit, #holderCount = if_not_exists(#holderCount, :zero) + :one, #ttl = :ttl \
-     REMOVE #owner, #acquiredAt, #expiresAt";
+const GRANT_PERMIT: &str = concat!(
+    "SET ",
+    permit_assignments!(),
+    ", #holderCount = if_not_exists(#holderCount, :zero) + :one \
+     REMOVE #owner, #acquiredAt, #expiresAt"
+);
 /// Fewer than `limit` permits present (live or expired) and no live mutex holder.
 const GRANT_PERMIT_CONDITION: &str = "attribute_not_exists(#permit) \
      AND (attribute_not_exists(#owner) OR #expiresAt < :now) \
@@ -221,12 +231,7 @@ impl DynamoStore {
             if !expired.iter().any(|permit| permit.names.0 == my_permit) {
                 condition += " AND attribute_not_exists(#permit)";
             }
-            set.extend([
-                "#token = if_not_exists(#fencingToken, :tokenBase) + :one".to_owned(),
-                "#fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one".to_owned(),
-                "#permit = :permit".to_owned(),
-                "#ttl = :ttl".to_owned(),
-            ]);
+            set.push(permit_assignments!().to_owned());
             write = write
                 .name_as("#permit", &my_permit)
                 .name_as("#token", &my_token)
@@ -234,13 +239,7 @@ impl DynamoStore {
                 .value(":ttl", permit_ttl(now));
         } else if grant {
             // The mutex grant, as GRANT writes it.
-            set.extend([
-                "#owner = :owner".to_owned(),
-                "#acquiredAt = :now".to_owned(),
-                "#expiresAt = :expiresAt".to_owned(),
-                "#ttl = :ttl".to_owned(),
-                "#fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one".to_owned(),
-            ]);
+            set.push(grant_assignments!().to_owned());
             write = write
                 .value(":owner", string(owner.as_str()))
                 .value(":expiresAt", number(expires_at.0))
