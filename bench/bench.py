@@ -707,6 +707,39 @@ def log(message: str) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Contention: Retry vs Queue on one lock (bench/contention.mjs)
+
+
+def run_contention(args) -> dict:
+    """N executions x W ms of work started together on one lock, for the Retry and the
+    Queue state machine, through the real ASL and the real binaries: contention.mjs on
+    tests/e2e/harness.mjs, under its own scripts/local-stack.sh (moto, the local Step
+    Functions endpoint for the task tokens, `cargo lambda watch` serving the dev build).
+    A run that failed, overlapped two holders or broke the queue's order is a wrong lock:
+    it fails the bench, as a wrong request count does."""
+    command = [os.path.join(ROOT, "scripts/local-stack.sh"), args.node, os.path.join(HERE, "contention.mjs"),
+               "--executions", str(args.contention_executions), "--work-ms", str(args.contention_work_ms),
+               "--runs", str(args.contention_runs)]
+    # Its own session, so that a timeout stops node and lets local-stack.sh's trap take
+    # its servers down (they run in sessions of their own).
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=args.contention_timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 15)
+        stdout, stderr = process.communicate(timeout=60)
+        raise HarnessError(f"contention.mjs did not end within {args.contention_timeout} s: {stderr[-2000:]}")
+    lines = stdout.strip().splitlines()
+    if not lines or not lines[-1].startswith("{"):
+        raise HarnessError(f"contention.mjs failed (exit {process.returncode}): {stderr[-3000:]}")
+    contention = json.loads(lines[-1])
+    if process.returncode != 0 or contention.get("failed"):
+        raise HarnessError(f"contention.mjs: runs failed: {contention.get('failed')} {stderr[-2000:]}")
+    return contention
+
+
+# ---------------------------------------------------------------------------
 # Figures, table, JSON
 
 
@@ -728,7 +761,8 @@ def file_size(path: str | None) -> int | None:
         return None
 
 
-def build_report(args, bench: Bench, raw: dict, transitions: dict | None, sizes: dict) -> dict:
+def build_report(args, bench: Bench, raw: dict, transitions: dict | None, sizes: dict,
+                 contention: dict | None = None) -> dict:
     cold, warm, requests = raw["cold"], raw["warm"], raw["requests"]
     figures: dict = {"functions": {}, "floors": {}}
 
@@ -764,6 +798,7 @@ def build_report(args, bench: Bench, raw: dict, transitions: dict | None, sizes:
     }
     figures["requests"] = requests
     figures["transitions"] = transitions
+    figures["contention"] = contention
     figures["binary_size_bytes"] = sizes
 
     return {
@@ -784,6 +819,8 @@ def build_report(args, bench: Bench, raw: dict, transitions: dict | None, sizes:
             "warm_up": args.warm_up,
             "variants": dict(args.variants),
             "variant_env": args.variant_env,
+            "contention": {"executions": args.contention_executions, "work_ms": args.contention_work_ms,
+                           "runs": args.contention_runs},
         },
         "figures": figures,
         "notes": bench.notes,
@@ -931,6 +968,75 @@ def render_table(report: dict) -> tuple[str, list[dict]]:
     return "\n".join(lines), rows
 
 
+# The Queue's goals (issue 11); Retry's figures are reported as they are.
+CONTENTION_GOALS = {"busy_share": 0.95, "transitions_while_waiting": 0, "handoff_ms": 100}
+
+
+def render_contention(report: dict) -> tuple[str | None, list[dict]]:
+    """Retry and Queue side by side: one row per figure, (min–max) across runs; the
+    hand-off figures pool every hand-off of every run (median, max)."""
+    c = report["figures"].get("contention")
+    if not c:
+        return None, []
+    retry, queue = c["summaries"].get("retry"), c["summaries"].get("queue")
+    smoke = report["settings"]["smoke"]
+    rows: list[dict] = []
+
+    def cell(stat, unit="", digits=1, scale=1.0):
+        if stat is None:
+            return "—"
+        med, lo, hi = (stat[k] * scale for k in ("median", "min", "max"))
+        if stat.get("n", 1) == 1 or lo == hi:
+            return f"{med:.{digits}f}{unit}"
+        return f"{med:.{digits}f}{unit} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+    def pooled(stat, unit=" ms"):
+        return "—" if stat is None else f"{stat['median']:.1f}{unit} (max {stat['max']:.1f})"
+
+    def add(figure, r, q, goal="", met=None):
+        met_text = "" if met is None else ("n/a (smoke)" if smoke else ("yes" if met else "NO"))
+        rows.append({"figure": figure, "retry": r, "queue": q, "goal": goal, "met": met_text})
+
+    def pick(summary, key):
+        return summary.get(key) if summary else None
+
+    add("makespan (first start → last end)", cell(pick(retry, "makespanMs"), " s", 2, 0.001),
+        cell(pick(queue, "makespanMs"), " s", 2, 0.001))
+    busy = pick(queue, "busyShare")
+    add("busy share (work ÷ makespan)", cell(pick(retry, "busyShare"), " %", 1, 100), cell(busy, " %", 1, 100),
+        f"≥ {CONTENTION_GOALS['busy_share'] * 100:.0f} % (every run)",
+        busy is not None and busy["min"] >= CONTENTION_GOALS["busy_share"])
+    waiting = pick(queue, "transitionsWhileWaitingMax")
+    add("state transitions while waiting, per waiter (mean)", cell(pick(retry, "transitionsWhileWaitingPerWaiter"), "", 2),
+        cell(pick(queue, "transitionsWhileWaitingPerWaiter"), "", 2))
+    add("state transitions while waiting, most by one waiter", cell(pick(retry, "transitionsWhileWaitingMax"), "", 0),
+        cell(waiting, "", 0), f"{CONTENTION_GOALS['transitions_while_waiting']} (every waiter)",
+        waiting is not None and waiting["max"] <= CONTENTION_GOALS["transitions_while_waiting"])
+    add("acquire-lock invocations per execution (mean)", cell(pick(retry, "acquireInvocationsPerExecution"), "", 2),
+        cell(pick(queue, "acquireInvocationsPerExecution"), "", 2))
+    add("acquire-lock invocations, most by one execution", cell(pick(retry, "acquireInvocationsMax"), "", 0),
+        cell(pick(queue, "acquireInvocationsMax"), "", 0))
+    handoff = pick(queue, "handoffFromReleaseStartMs")
+    add("hand-off: release-lock call starts → next workload starts", pooled(pick(retry, "handoffFromReleaseStartMs")),
+        pooled(handoff), f"< {CONTENTION_GOALS['handoff_ms']} ms (every one)",
+        handoff is not None and handoff["max"] < CONTENTION_GOALS["handoff_ms"])
+    add("hand-off: release-lock answered → next workload starts", pooled(pick(retry, "handoffFromReleaseEndMs")),
+        pooled(pick(queue, "handoffFromReleaseEndMs")))
+    add("idle gap between holders (workload end → next workload start)", pooled(pick(retry, "idleGapMs")),
+        pooled(pick(queue, "idleGapMs")))
+
+    title = (f"contention: {c['executions']} executions × {c['workMs'] / 1000:g} s of work on one lock, started together; "
+             f"{c['runs']} run(s) of each; (min–max) across runs, hand-offs pooled over runs")
+    headers = ["figure", "Retry (locked-workflow)", "Queue (queued-workflow)", "goal (Queue)", "met?"]
+    keys = ["figure", "retry", "queue", "goal", "met"]
+    widths = [max(len(headers[i]), *(len(str(r[k])) for r in rows)) for i, k in enumerate(keys)]
+    lines = [title, "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r[k]).ljust(w) for k, w in zip(keys, widths)) + " |")
+    return "\n".join(lines), rows
+
+
 def render_variants(report: dict) -> str | None:
     """The tuning comparison: each Rust build variant's figures side by side."""
     variants = report["settings"]["variants"]
@@ -970,6 +1076,10 @@ def main() -> int:
     parser.add_argument("--warm-invokes", type=int, default=200)
     parser.add_argument("--warm-up", type=int, default=20)
     parser.add_argument("--no-python", action="store_true")
+    parser.add_argument("--contention-executions", type=int, default=5)
+    parser.add_argument("--contention-work-ms", type=int, default=2000)
+    parser.add_argument("--contention-runs", type=int, default=3, help="runs of each variant; 0 skips contention")
+    parser.add_argument("--contention-timeout", type=int, default=900, help="seconds for the whole contention part")
     parser.add_argument("--results-dir", default=os.path.join(HERE, "results"))
     parser.add_argument("--work-dir", default=None)
     args = parser.parse_args()
@@ -1002,6 +1112,14 @@ def main() -> int:
         if done.returncode != 0 or transitions.get("failed"):
             raise HarnessError(f"transitions.mjs: scenarios failed: {transitions.get('failed')}")
 
+    contention = None
+    if args.node and args.contention_runs > 0:
+        log(f"contention: {args.contention_executions} executions x {args.contention_work_ms} ms of work, "
+            f"Retry and Queue, {args.contention_runs} run(s) each (own local stack)")
+        contention_started = time.monotonic()
+        contention = run_contention(args)
+        contention["elapsed_seconds"] = round(time.monotonic() - contention_started, 1)
+
     sizes: dict = {"x86_64": {}, "variants": {}}
     for name, directory in variants:
         sizes["variants"][name] = {fn: file_size(os.path.join(directory, fn)) for fn in RUST_FUNCTIONS}
@@ -1020,7 +1138,7 @@ def main() -> int:
         raw = bench.run()
     finally:
         bench.stack.close()
-    report = build_report(args, bench, raw, transitions, sizes)
+    report = build_report(args, bench, raw, transitions, sizes, contention)
     # A wrong request count is a wrong lock, as a wrong answer is: both fail the run.
     for scenario, counted in report["figures"]["requests"].get("ours", {}).items():
         if scenario in SEMAPHORE_REQUESTS and not request_goal_met(scenario, counted):
@@ -1030,6 +1148,8 @@ def main() -> int:
             bench.notes.append(f"{scenario}: {counted['requests']} requests, more than {request_goal(scenario)}")
     table, rows = render_table(report)
     report["table"] = rows
+    contention_table, contention_rows = render_contention(report)
+    report["contention_table"] = contention_rows
     report["elapsed_seconds"] = round(time.monotonic() - started, 1)
     variants_table = render_variants(report)
 
@@ -1047,6 +1167,9 @@ def main() -> int:
     print(f"cold starts: median of {args.cold_runs}; warm: median over {args.warm_runs} processes of "
           f"{args.warm_invokes} invokes each (after {args.warm_up} warm-up); (min–max) across runs")
     print(table)
+    if contention_table:
+        print()
+        print(contention_table)
     if variants_table:
         print()
         print("Build variants, same run:")

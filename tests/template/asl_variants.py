@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""skip-if-running.asl.json is locked-workflow.asl.json but for the skip.
+"""skip-if-running.asl.json and queued-workflow.asl.json are locked-workflow.asl.json
+but for the skip and for the queue.
 
-The two definitions share every state after the acquire (the workload's Catch,
+The definitions share every state after the acquire (the workload's Catch,
 the wait for a timed-out workload, the releases, the re-raise): a fix to one
-must not silently miss the other. This check takes the skip variant, undoes
-exactly the documented differences, and requires the result to equal the
-locked workflow:
+must not silently miss the others. This check takes each variant, undoes
+exactly its documented differences, and requires the result to equal the
+locked workflow.
+
+skip-if-running.asl.json:
 
 - Acquire Lock sends no waitStartedAt / maxWaitSeconds (it never waits) and has
   no LockUnavailable retrier;
@@ -13,6 +16,23 @@ locked workflow:
   never become a skip), to the two added Pass states Parse Lock Held and
   Skipped, which run nothing and end the execution (Parse Lock Held -> Skipped,
   End, with skipped: true);
+- the Comments differ.
+
+queued-workflow.asl.json (issue 11, the fair queue):
+- Acquire Lock is a Lambda callback task (lambda:invoke.waitForTaskToken) that
+  passes taskToken.$ = $$.Task.Token, so acquire-lock can queue it and a release
+  can admit it later;
+- its TimeoutSeconds is ${MaxWaitSeconds}: the wait in the queue is bounded
+  (nothing else ends it: a queued waiter makes no further calls), and no retrier
+  takes States.Timeout or States.ALL (a retry would start the wait afresh);
+- its ResultSelector reads the grant at the top level ($.x, the SendTaskSuccess
+  output), not under $.Payload;
+- one Catch takes States.Timeout, and only that, to a release state (the one
+  after failure, its Next and Catch pointed on) that invokes the release function
+  for this owner and then fails with the Fail state LockWaitTimeout: the waiter
+  may have been handed the lock as the wait ran out, and its queue entry must go;
+- acquire-lock's own LockWaitTimeout is caught too, into Release Lock After
+  Failure: an earlier attempt may still have an entry in the queue;
 - the Comments differ.
 
 Usage: asl_variants.py | asl_variants.py --self-test
@@ -30,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "statemachine"
 SKIP_STATES = ("Parse Lock Held", "Skipped")
 WAIT_FIELDS = ("waitStartedAt.$", "maxWaitSeconds")
+CALLBACK = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+QUEUE_STATES = ("Release Lock After Wait Timeout", "Fail With Lock Wait Timeout")
 
 
 def load(name: str) -> dict:
@@ -44,6 +66,16 @@ def without_comments(value):
     if isinstance(value, list):
         return [without_comments(v) for v in value]
     return value
+
+
+def differing(variant: dict, locked: dict) -> list[str]:
+    """The states (and "(top level)") in which two definitions differ, Comments aside."""
+    mine, theirs = without_comments(variant).get("States", {}), without_comments(locked)["States"]
+    found = sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n))
+    if without_comments({k: v for k, v in variant.items() if k != "States"}) != \
+            without_comments({k: v for k, v in locked.items() if k != "States"}):
+        found.append("(top level)")
+    return found
 
 
 def problems(locked: dict, skip: dict) -> list[str]:
@@ -80,12 +112,64 @@ def problems(locked: dict, skip: dict) -> list[str]:
     for name in SKIP_STATES:
         states.pop(name, None)
     if without_comments(skip) != without_comments(locked):
-        mine, theirs = without_comments(skip)["States"], without_comments(locked)["States"]
-        differing = sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n))
-        if without_comments({k: v for k, v in skip.items() if k != "States"}) != \
-                without_comments({k: v for k, v in locked.items() if k != "States"}):
-            differing.append("(top level)")
-        out.append(f"differs from locked-workflow.asl.json beyond the skip: {differing}")
+        out.append(f"differs from locked-workflow.asl.json beyond the skip: {differing(skip, locked)}")
+    return out
+
+
+def queue_problems(locked: dict, queued: dict) -> list[str]:
+    out = []
+    queued = copy.deepcopy(queued)
+    states = queued.get("States", {})
+    acquire = states.get("Acquire Lock", {})
+    payload = acquire.get("Parameters", {}).get("Payload", {})
+    if acquire.get("Resource") != CALLBACK:
+        out.append(f"Acquire Lock's Resource is {acquire.get('Resource')!r}, not {CALLBACK!r}: nothing can admit a queued waiter")
+    if payload.get("taskToken.$") != "$$.Task.Token":
+        out.append(f"Acquire Lock passes taskToken.$ = {payload.get('taskToken.$')!r}, not $$.Task.Token")
+    if acquire.get("TimeoutSeconds") != "${MaxWaitSeconds}" or "TimeoutSecondsPath" in acquire:
+        out.append(f"Acquire Lock's TimeoutSeconds is {acquire.get('TimeoutSeconds')!r}, not ${{MaxWaitSeconds}}: "
+                   "the wait in the queue would be unbounded")
+    restarts = [r["ErrorEquals"] for r in acquire.get("Retry", [])
+                if {"States.Timeout", "States.ALL"} & set(r.get("ErrorEquals", []))]
+    if restarts:
+        out.append(f"Acquire Lock retries {restarts}: a retried States.Timeout starts the wait afresh")
+    catches = acquire.get("Catch", [])
+    timeouts = [c for c in catches if "States.Timeout" in c.get("ErrorEquals", [])]
+    release_name = QUEUE_STATES[0]
+    if [c.get("ErrorEquals") for c in timeouts] != [["States.Timeout"]] or timeouts[0].get("Next") != release_name:
+        out.append(f"Acquire Lock must have one Catch, on States.Timeout only, to {release_name!r}: "
+                   f"{[(c.get('ErrorEquals'), c.get('Next')) for c in timeouts]}")
+    if not any("LockWaitTimeout" in c.get("ErrorEquals", []) and c.get("Next") == "Release Lock After Failure"
+               for c in catches):
+        out.append("acquire-lock's LockWaitTimeout is not released (Release Lock After Failure): "
+                   "an earlier attempt's queue entry may remain")
+    release, fail = states.get(QUEUE_STATES[0]), states.get(QUEUE_STATES[1])
+    if fail is None or fail.get("Type") != "Fail" or fail.get("Error") != "LockWaitTimeout":
+        out.append(f"{QUEUE_STATES[1]!r} must be a Fail state with Error LockWaitTimeout")
+    if release is None:
+        out.append(f"no state {release_name!r}: a wait that ran out must release before it fails")
+    else:
+        # The release after failure, its exits pointed at the LockWaitTimeout Fail state.
+        expected = copy.deepcopy(locked["States"]["Release Lock After Failure"])
+        expected["Next"] = QUEUE_STATES[1]
+        for catcher in expected.get("Catch", []):
+            catcher["Next"] = QUEUE_STATES[1]
+        if without_comments(release) != without_comments(expected):
+            out.append(f"{release_name!r} is not Release Lock After Failure leading to {QUEUE_STATES[1]!r} "
+                       "(invoke the release function for this owner, retried, then fail with LockWaitTimeout)")
+    # Undo the documented differences; what is left must be the locked workflow.
+    locked_acquire = locked["States"]["Acquire Lock"]
+    acquire["Resource"] = locked_acquire["Resource"]
+    payload.pop("taskToken.$", None)
+    acquire.pop("TimeoutSeconds", None)
+    acquire["ResultSelector"] = {k: v.replace("$.", "$.Payload.", 1) if isinstance(v, str) else v
+                                 for k, v in acquire.get("ResultSelector", {}).items()}
+    acquire["Catch"] = [dict(c, ErrorEquals=[e for e in c.get("ErrorEquals", []) if e != "LockWaitTimeout"])
+                        for c in catches if c not in timeouts]
+    for name in QUEUE_STATES:
+        states.pop(name, None)
+    if without_comments(queued) != without_comments(locked):
+        out.append(f"differs from locked-workflow.asl.json beyond the queue: {differing(queued, locked)}")
     return out
 
 
@@ -117,17 +201,67 @@ def self_test() -> int:
         found = problems(locked, broken)
         print(f"{'ok  ' if found else 'FAIL'} asl-variants rejects {name}: {found[:1]}")
         failures += not found
+
+    queued = load("queued-workflow.asl.json")
+    if queue_problems(locked, queued):
+        print(f"FAIL rejects the shipped queue: {queue_problems(locked, queued)}")
+        failures += 1
+
+    def acquire(s: dict) -> dict:
+        return s["States"]["Acquire Lock"]
+
+    def timeout_catch(s: dict) -> dict:
+        return next(c for c in acquire(s)["Catch"] if "States.Timeout" in c["ErrorEquals"])
+
+    queue_cases = {
+        "a plain invoke (no callback)": lambda s: acquire(s).update(Resource="arn:aws:states:::lambda:invoke"),
+        "no task token passed": lambda s: acquire(s)["Parameters"]["Payload"].pop("taskToken.$"),
+        "the execution's id passed as the token":
+            lambda s: acquire(s)["Parameters"]["Payload"].update({"taskToken.$": "$$.Execution.Id"}),
+        "no TimeoutSeconds (an unbounded wait)": lambda s: acquire(s).pop("TimeoutSeconds"),
+        "TimeoutSeconds from the execution timeout":
+            lambda s: acquire(s).update(TimeoutSeconds="${ExecutionTimeoutSeconds}"),
+        "States.Timeout retried": lambda s: acquire(s)["Retry"][1]["ErrorEquals"].append("States.Timeout"),
+        "the wait timeout failing without a release": lambda s: timeout_catch(s).update(Next=QUEUE_STATES[1]),
+        "the wait timeout caught with the store errors":
+            lambda s: (acquire(s)["Catch"].remove(timeout_catch(s)),
+                       acquire(s)["Catch"][0]["ErrorEquals"].append("States.Timeout")),
+        "the wait-timeout release on another owner": lambda s: s["States"][QUEUE_STATES[0]]["Parameters"][
+            "Payload"].update({"owner.$": "$$.Execution.Name"}),
+        "the wait-timeout release skipped on success": lambda s: s["States"][QUEUE_STATES[0]].update(
+            Next="Check Whether Error Has Cause"),
+        "States.Timeout re-raised, not LockWaitTimeout": lambda s: s["States"][QUEUE_STATES[1]].update(
+            Error="States.Timeout"),
+        "acquire-lock's LockWaitTimeout not released":
+            lambda s: acquire(s)["Catch"][1]["ErrorEquals"].remove("LockWaitTimeout"),
+        "the grant read under $.Payload": lambda s: acquire(s)["ResultSelector"].update(
+            {"fencingToken.$": "$.Payload.fencingToken"}),
+        "a release retrier changed in the queue only":
+            lambda s: s["States"]["Release Lock"]["Retry"][0].update(MaxAttempts=1),
+        "the lease formula changed": lambda s: acquire(s)["Parameters"]["Payload"].update(
+            {"leaseSeconds.$": "States.MathAdd(${ExecutionTimeoutSeconds}, ${LeaseMarginSeconds})"}),
+    }
+    for name, change in queue_cases.items():
+        broken = copy.deepcopy(queued)
+        change(broken)
+        found = queue_problems(locked, broken)
+        print(f"{'ok  ' if found else 'FAIL'} asl-variants rejects a queue with {name}: {found[:1]}")
+        failures += not found
     return 1 if failures else 0
 
 
 def main() -> int:
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
-    found = problems(load("locked-workflow.asl.json"), load("skip-if-running.asl.json"))
-    for problem in found:
-        print(f"asl_variants: {problem}")
-    print(f"asl_variants: skip-if-running.asl.json vs locked-workflow.asl.json: {len(found)} problem(s)")
-    return 1 if found else 0
+    locked = load("locked-workflow.asl.json")
+    total = 0
+    for name, check in (("skip-if-running.asl.json", problems), ("queued-workflow.asl.json", queue_problems)):
+        found = check(locked, load(name))
+        for problem in found:
+            print(f"asl_variants: {name}: {problem}")
+        print(f"asl_variants: {name} vs locked-workflow.asl.json: {len(found)} problem(s)")
+        total += len(found)
+    return 1 if total else 0
 
 
 if __name__ == "__main__":

@@ -12,11 +12,14 @@
 # 2. sam validate --lint            SAM's own validation (no credentials needed)
 # 3. checkov                        security checks; every skip justified in the template
 # 4. iam_wildcards --self-test      the wildcard check rejects bad policies
-# 5. iam_wildcards                  no '*' in any function's or state machine's policy
+# 5. iam_wildcards                  no '*' in any function's or state machine's policy, but
+#                                   where AWS offers no resource-level permission (log
+#                                   delivery; SendTaskSuccess, the queue's hand-off)
 # 6. asl_substitutions --self-test  the ASL check rejects bad definitions
 # 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
 #                                   function's timeout, WorkloadMaxRunSeconds, the lease
-#                                   formula and its maximum, the cleanup delay
+#                                   formula and its maximum, the cleanup delay, the
+#                                   queue's wait bound (a positive TimeoutSeconds)
 # 8. sweep_wiring (+ self-test)     the rule against event samples, per-record failures,
 #                                   no execution data in the queue,
 #                                   the sweep's settings and permissions
@@ -30,7 +33,11 @@
 #                                   DefinitionSubstitutions; asl-validator passes
 # 12. asl_variants (+ self-test)    skip-if-running.asl.json is locked-workflow.asl.json but
 #                                   for the skip (no wait; one Catch on LockUnavailable only,
-#                                   to two Pass states that end with skipped: true)
+#                                   to two Pass states that end with skipped: true), and
+#                                   queued-workflow.asl.json but for the queue (a callback
+#                                   acquire with the task token, TimeoutSeconds =
+#                                   MaxWaitSeconds, its States.Timeout released before it
+#                                   fails with LockWaitTimeout)
 # 13. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region

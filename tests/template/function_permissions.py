@@ -1,5 +1,6 @@
 """Each lock function's DynamoDB permissions in template.yaml, against the DynamoDB
-calls its Rust code can make: every call allowed, and nothing else allowed.
+calls its Rust code can make: every call allowed, and nothing else allowed. The
+same for the fair queue's states:SendTaskSuccess (the task-token actions).
 
 The semaphore made the store call more than UpdateItem (a marker item: PutItem on
 acquire, DeleteItem after a permit's release, GetItem when the sweep finds one
@@ -17,13 +18,18 @@ What a function calls, from the Rust source by regex
     the IAM action dynamodb:PascalCase, on the table's ARN (${LockTable.Arn}), or
     on ${LockTable.Arn}/index/NAME when the request names an index
     (`.index_name(NAME)`, a literal or a const).
+    A `waker.wake(` in a reached method is a states:SendTaskSuccess on "*" (the
+    queue's hand-off: the action has no resource-level permissions): the one
+    `impl Wake for SfnWaker` (queue.rs) must call client.send_task_success() and
+    no other Step Functions operation.
 
 What a function may call, from template.yaml after the SAM transform
     The statements of the function's role as CloudFormation will create it: the
     `Policies` written under the function, what SAM policy templates expand to,
-    and any AWS::IAM::Policy attached to the role. Only dynamodb:* actions (and
-    wildcards that cover them) are compared: states: and sqs: are
-    sweep_wiring.py's. Resources are compared as written, !GetAtt LockTable.Arn
+    and any AWS::IAM::Policy attached to the role. Only dynamodb:* actions and
+    the task-token actions states:SendTask{Success,Failure,Heartbeat} (and
+    wildcards that cover them) are compared: the sweep's other states: and sqs:
+    actions are sweep_wiring.py's. Resources are compared as written, !GetAtt LockTable.Arn
     as ${LockTable.Arn}: write the table's ARN so, an index's as
     !Sub ${LockTable.Arn}/index/NAME.
 
@@ -68,7 +74,8 @@ from cfn_template import TemplateError, intrinsic, load, transform  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = "crates/sfn-lock/src"
-LOCK_RS, CLEANUP_RS, LAMBDA_RS = (f"{SRC}/{name}" for name in ("lock.rs", "cleanup.rs", "lambda.rs"))
+LOCK_RS, CLEANUP_RS, LAMBDA_RS, QUEUE_RS = (f"{SRC}/{name}" for name in
+                                            ("lock.rs", "cleanup.rs", "lambda.rs", "queue.rs"))
 STORE_FILES = re.compile(rf"{re.escape(SRC)}/dynamodb[a-z_]*\.rs")
 TABLE = "LockTable"
 TABLE_ARN = "${LockTable.Arn}"
@@ -76,7 +83,8 @@ TABLE_ENV = "LOCK_TABLE_NAME"  # lambda.rs Config: the table DynamoStore is give
 
 # The LockStore methods each function calls, traced from its binary:
 # - acquire-lock: main.rs runs handle_acquire (lambda.rs), which calls
-#   Locker::acquire_within (lock.rs), whose one store call is acquire_with_limit.
+#   Locker::answer_within (lock.rs), whose store calls are acquire_with_limit
+#   and, for an event with taskToken (the queue), acquire_or_queue.
 # - release-lock: main.rs runs handle_release, which calls Locker::release, whose
 #   one store call is release_with_limit.
 # - release-execution-locks: main.rs runs handle_sweep, which calls
@@ -86,7 +94,7 @@ TABLE_ENV = "LOCK_TABLE_NAME"  # lambda.rs Config: the table DynamoStore is give
 # The trait's provided acquire() and release() (store.rs) only forward to the
 # *_with_limit methods, and no function calls them. CHAINS checks each step.
 ENTRY_POINTS = {
-    "AcquireLockFunction": ("acquire_with_limit",),
+    "AcquireLockFunction": ("acquire_with_limit", "acquire_or_queue"),
     "ReleaseLockFunction": ("release_with_limit",),
     "ReleaseExecutionLocksFunction": ("locks_held_by", "release_granted_before"),
 }
@@ -104,7 +112,7 @@ class Chain:
 
 
 CHAINS = {
-    "AcquireLockFunction": Chain("acquire-lock", "handle_acquire", "acquire_within", LOCK_RS),
+    "AcquireLockFunction": Chain("acquire-lock", "handle_acquire", "answer_within", LOCK_RS),
     "ReleaseLockFunction": Chain("release-lock", "handle_release", "release", LOCK_RS),
     "ReleaseExecutionLocksFunction": Chain("release-execution-locks", "handle_sweep", "sweep_within", CLEANUP_RS,
                                            whole_file=True),
@@ -121,6 +129,11 @@ NOT_OPERATIONS = {"clone", "config", "from_conf", "with_config"}
 DYNAMODB_OPERATION = re.compile(
     r"\.\s*(put_item|get_item|update_item|delete_item|query|scan|batch_[a-z_]+|transact_[a-z_]+|"
     r"execute_statement|execute_transaction|batch_execute_statement)\s*\(\s*\)")
+# The queue's hand-off: a waker's wake() is one SendTaskSuccess. These actions have
+# no resource types in the Service Authorization Reference: "*" is their resource.
+TASK_TOKEN_ACTIONS = ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat")
+WAKE = re.compile(r"\bwaker\s*\.\s*wake\s*\(")
+WAKE_OPERATION = "send_task_success"
 BASIC_EXECUTION_ROLE = re.compile(r"^arn:[^:]+:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$")
 
 Sources = dict[str, str]  # repository-relative path -> text
@@ -200,13 +213,16 @@ class Call:
     file: str
     line: int
     method: str | None  # the DynamoStore method it is in; None outside every one
+    service: str = "dynamodb"  # "states": a waker's SendTaskSuccess
 
     @property
     def action(self) -> str:
-        return "dynamodb:" + "".join(word.capitalize() for word in self.op.split("_"))
+        return f"{self.service}:" + "".join(word.capitalize() for word in self.op.split("_"))
 
     @property
     def resource(self) -> str:
+        if self.service != "dynamodb":
+            return "*"
         return f"{TABLE_ARN}/index/{self.index}" if self.index else TABLE_ARN
 
     def where(self) -> str:
@@ -314,6 +330,10 @@ def read_store(sources: Sources) -> Store:
             index = _index(indexes[0], constants, where) if indexes else None
             inside = [name for file, start, end, name in spans if file == path and start <= match.start() < end]
             calls.append(Call(op, index, path, line, inside[-1] if inside else None))
+        for match in WAKE.finditer(code):
+            inside = [name for file, start, end, name in spans if file == path and start <= match.start() < end]
+            calls.append(Call(WAKE_OPERATION, None, path, _line(code, match.start()),
+                              inside[-1] if inside else None, service="states"))
     if not methods:
         raise SourceError(f"no `impl DynamoStore` in {SRC}/dynamodb*.rs")
     return Store(methods, calls)
@@ -398,6 +418,28 @@ def check_chains(template: dict, sources: Sources) -> None:
                               "this check reads DynamoStore only")
     if not re.search(rf'"{TABLE_ENV}"', sources.get(LAMBDA_RS, "")):
         raise SourceError(f"{LAMBDA_RS} no longer reads {TABLE_ENV}: update TABLE_ENV")
+    check_waker(sources)
+
+
+def check_waker(sources: Sources) -> None:
+    """A waker's wake() is one states:SendTaskSuccess: the one Wake the binaries can
+    be given (test code aside) is queue.rs's SfnWaker, and it calls that alone."""
+    found = []
+    for path, text in sources.items():
+        code = _code(text)
+        tests_start = code.find("#[cfg(test)]")
+        for impl in re.finditer(r"\bimpl\s+Wake\s+for\s+(\w+)[^{;]*\{", code):
+            if tests_start < 0 or impl.start() < tests_start:
+                found.append((path, impl.group(1), impl))
+    if [(path, name) for path, name, _ in found] != [(QUEUE_RS, "SfnWaker")]:
+        raise SourceError(f"the Wake implementations outside tests are {[(p, n) for p, n, _ in found]}, not "
+                          f"{QUEUE_RS}'s SfnWaker alone: this check maps wake() to SendTaskSuccess for that one")
+    code = _code(sources[QUEUE_RS])
+    start, end = _block_at(code, found[0][2].end() - 1, QUEUE_RS)
+    operations = sorted(set(_CLIENT_CALL.findall(code[start:end])))
+    if operations != [WAKE_OPERATION]:
+        raise SourceError(f"{QUEUE_RS}: SfnWaker's wake calls {operations}, not [{WAKE_OPERATION!r}]: "
+                          "update WAKE_OPERATION and the task-token grants")
 
 
 @dataclass(frozen=True)
@@ -481,10 +523,11 @@ def _resources(value: Any, conditional: bool) -> list[tuple[str, bool]]:
     return found
 
 
-def _is_dynamodb(action: str) -> bool:
-    """Whether the action (or pattern) can grant a dynamodb action."""
+def _is_checked(action: str) -> bool:
+    """Whether the action (or pattern) can grant a dynamodb action or a task-token action."""
     service = action.split(":", 1)[0] if ":" in action else action
-    return fnmatch.fnmatchcase("dynamodb", service.lower()) or action.strip() == "*"
+    return (fnmatch.fnmatchcase("dynamodb", service.lower()) or action.strip() == "*"
+            or any(fnmatch.fnmatchcase(known.lower(), action.lower()) for known in TASK_TOKEN_ACTIONS))
 
 
 def _documents(expanded: dict, function: str) -> tuple[list[tuple[Any, str]], list[str]]:
@@ -538,7 +581,7 @@ def grants(expanded: dict, function: str) -> tuple[list[Grant], list[str]]:
                 if any(not isinstance(action, str) for action in written):
                     unreadable.append(f"{function}: {label}: an Action that is not a plain string: {written!r}")
                     continue
-                actions = [action for action in written if _is_dynamodb(action)]
+                actions = [action for action in written if _is_checked(action)]
                 if not actions:
                     continue
                 if statement.get("Effect") != "Allow":
@@ -737,10 +780,23 @@ def self_test(template: dict, sources: Sources) -> int:
                                                                "Action": "dynamodb:Scan",
                                                                "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}})],
          "extra", (RELEASE, "dynamodb:Scan")),
-        ("an extra GetItem on acquire, conditional", [_add(ACQUIRE, {"Fn::If": ["HasSchedule", {
-            "Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}},
+        ("an extra BatchGetItem on acquire, conditional", [_add(ACQUIRE, {"Fn::If": ["HasSchedule", {
+            "Effect": "Allow", "Action": "dynamodb:BatchGetItem", "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}},
             {"Ref": "AWS::NoValue"}]})],
-         "extra", (ACQUIRE, "dynamodb:GetItem")),
+         "extra", (ACQUIRE, "dynamodb:BatchGetItem")),
+        ("release's SendTaskSuccess removed (the hand-off)", [_drop(RELEASE, "states:SendTaskSuccess")],
+         "missing", (RELEASE, "states:SendTaskSuccess", "pump")),
+        ("the sweep's SendTaskSuccess removed", [_drop(SWEEP, "states:SendTaskSuccess")],
+         "missing", (SWEEP, "states:SendTaskSuccess", "pump")),
+        ("acquire's SendTaskSuccess only under a condition", [_conditional(ACQUIRE, "states:SendTaskSuccess")],
+         "missing", (ACQUIRE, "states:SendTaskSuccess", "only under a condition")),
+        ("release's GetItem removed (it reads the head waiter)", [_drop(RELEASE, "dynamodb:GetItem")],
+         "missing", (RELEASE, "dynamodb:GetItem", "read_waiter")),
+        ("SendTaskFailure granted to release, never called", [_add(RELEASE, {
+            "Effect": "Allow", "Action": "states:SendTaskFailure", "Resource": "*"})],
+         "extra", (RELEASE, "states:SendTaskFailure")),
+        ("states:SendTask* on the sweep", [_add(SWEEP, {"Effect": "Allow", "Action": "states:SendTask*", "Resource": "*"})],
+         "extra", (SWEEP, "states:SendTask*")),
         ("dynamodb:* on release's table", [_add(RELEASE, {"Effect": "Allow", "Action": "dynamodb:*",
                                                           "Resource": {"Fn::GetAtt": [TABLE, "Arn"]}})],
          "extra", (RELEASE, "dynamodb:*")),
@@ -800,8 +856,12 @@ def self_test(template: dict, sources: Sources) -> int:
         ("a new Locker method calling the store", [_Edit(
             LOCK_RS, r"(impl<S: LockStore> Locker<S> \{)",
             r"\g<1>\n    pub async fn held(&self, owner: &Owner) { let _ = self.store.locks_held_by(owner).await; }\n")]),
-        ("handle_acquire no longer calling acquire_within",
-         [_Edit(LAMBDA_RS, r"\.acquire_within\(payload", ".acquire_bounded(payload")]),
+        ("handle_acquire no longer calling answer_within",
+         [_Edit(LAMBDA_RS, r"\.answer_within\(payload", ".answer_bounded(payload")]),
+        ("SfnWaker calling SendTaskFailure instead", [_Edit(
+            QUEUE_RS, r"\.send_task_success\(\)", ".send_task_failure()")]),
+        ("a second Wake implementation outside tests", [_Edit(
+            QUEUE_RS, r"(impl Wake for SfnWaker)", "impl Wake for OtherWaker { }\n\\g<1>")]),
         ("the acquire binary no longer running handle_acquire",
          [_Edit("crates/acquire-lock/src/main.rs", r"handle_acquire\(&locker", "handle_take(&locker")]),
         ("a store method calling a method this check cannot find",

@@ -8,7 +8,9 @@ answers LockStoreUnavailable at Timeout - ANSWER_MARGIN with a store call cut
 short: a "maybe" (the write may have landed) instead of the SDK's own answer.
 This check keeps the SDK's own bounds inside the function's time.
 
-One SDK call (every client is built from `sdk_config()` in lambda.rs)
+One SDK call (every client is built from `sdk_config()` in lambda.rs; the queue's
+SendTaskSuccess from `waker_client()`, the same settings with the SDK's retries off, repeated
+by SfnWaker itself: WAKE_ATTEMPTS single attempts with WAKE_PAUSE x n between them)
     attempts x attempt timeout + the pauses between attempts, or the operation
     timeout if the code sets one, whichever is smaller: the operation timeout
     bounds the whole call, its retries and pauses included.
@@ -19,13 +21,23 @@ honoured up to max_backoff, so the worst pause is max_backoff (and, under retry
 behaviour 2.1, up to 5 s more than the jittered pause). Defaults 1 s and 20 s
 unless the code sets them (`with_initial_backoff`, `with_max_backoff`).
 
-A function's calls
-    acquire-lock              the writes of one round of its loop (grant, renew:
-                              counted in the code) must fit. A further round runs
-                              only when the lock changed hands between our two
-                              writes; the deadline guard cuts those short with
-                              LockStoreUnavailable, a "maybe" the ASL retries.
-    release-lock              the writes of one release (one conditional update)
+A function's calls, per path (ACQUIRE_PATHS, RELEASE_PATHS, SWEEP_RECORD_PATHS
+below; CODE_SHAPE holds each path to the code: a call it names that is no longer
+where it was stops the check)
+    acquire-lock              one round of its loop must fit: its first write, one
+                              follow-up (renew, prune, join the queue), and for a
+                              queued caller its waiter item before and the
+                              SendTaskSuccess that wakes its own task. A further
+                              round runs only when the lock changed hands between
+                              our writes, and a hand-off to other waiters (room
+                              owed to the queue) is their work: the deadline guard
+                              cuts those short with LockStoreUnavailable, a
+                              "maybe" the ASL retries (reported, not required).
+    release-lock              the writes of one release and its first hand-off to
+                              the oldest waiter (read its item, grant it, wake it);
+                              each further hand-off (the previous waiter's task had
+                              ended), up to MAX_HAND_OFFS per call, is cut by the
+                              deadline guard and a retried release goes on.
     release-execution-locks   bounded per invocation by the deadline guard: every
                               SQS record runs under `within(left, ...)`, and a record
                               it cannot finish is reported alone for redelivery.
@@ -41,7 +53,7 @@ Time kept back from the Timeout
 Rules
     sdk-bounded        some timeout bounds every call (otherwise nothing fits)
     deadline-guards    release runs under within_deadline, acquire under
-                       acquire_within(budget(&event.context)); the sweep
+                       answer_within(budget(&event.context)); the sweep
                        takes budget(&event.context) and runs each record under within()
     <function>         its calls' worst case + the margins fit in its Timeout
 
@@ -67,6 +79,8 @@ SRC = "crates/sfn-lock/src"
 LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS = (f"{SRC}/{name}" for name in
                                                      ("lambda.rs", "dynamodb.rs", "deadline.rs", "cleanup.rs"))
 STORE_RS, PERMIT_WRITES_RS = f"{SRC}/dynamodb_store.rs", f"{SRC}/dynamodb_permit_writes.rs"
+HANDOFF_RS, QUEUED_RS = f"{SRC}/dynamodb_handoff.rs", f"{SRC}/dynamodb_queued.rs"
+QUEUE_RS = f"{SRC}/queue.rs"
 
 # The SDK's standard retry, where the code does not set its own values. Read in the
 # crates at the versions Cargo.lock pins (aws-smithy-types 1.9.3, aws-smithy-runtime
@@ -126,6 +140,79 @@ SWEEP_RECORD_PATHS = {
     "attach variant, child stopped, deferred": [
         "DescribeExecution", "DescribeExecution (child)", "StopExecution (child)", "SendMessage"],
 }
+
+# The fair queue (issue 11). WAKE is one SendTaskSuccess (the waker's client: one
+# attempt); every other call is a DynamoDB call. One hand-off (pump,
+# dynamodb_handoff.rs): the oldest waiter's item read, the conditional write that
+# makes it the holder (and takes it off the queue), then SendTaskSuccess.
+WAKE = "SendTaskSuccess"
+HAND_OFF = ["GetItem (the oldest waiter)", "UpdateItem (grant it)", WAKE]
+# A further hand-off, after the previous waiter's task had ended: its grant taken back.
+NEXT_HAND_OFF = HAND_OFF + ["UpdateItem (take the grant back)"]
+
+# acquire-lock, one round (dynamodb_store.rs acquire_with_limit / acquire_core,
+# dynamodb_queued.rs acquire_queued and join_queue).
+ACQUIRE_PATHS = {
+    "a semaphore's round: marker, grant refused, renew or prune":
+        ["PutItem (marker)", "UpdateItem (grant, refused)", "UpdateItem (renew or prune)"],
+    "queued: joins the queue": ["PutItem (waiter item)", "UpdateItem (grant, refused)", "UpdateItem (enqueue)"],
+    "queued: granted at once, its task woken": ["PutItem (waiter item)", "UpdateItem (grant)", WAKE],
+    "queued: a retried task renews and is woken":
+        ["PutItem (waiter item)", "UpdateItem (grant, refused)", "UpdateItem (renew)", WAKE],
+}
+# Reported, cut by the deadline guard when it does not fit: room the queue is owed
+# (an expired holder, a hand-off cut short) goes to the oldest waiter first.
+ACQUIRE_HAND_OFF = ["PutItem (marker or waiter item)", "UpdateItem (grant, refused)", *HAND_OFF,
+                    "UpdateItem (enqueue)"]
+
+# release-lock (dynamodb_store.rs release_any): the release, leaving the queue,
+# the first hand-off.
+RELEASE_PATHS = {
+    "released, handed to the oldest waiter": ["UpdateItem (release)", *HAND_OFF],
+    "released in the other format than its hint (a permit, its marker deleted), handed over":
+        ["UpdateItem (release, misses)", "UpdateItem (release)", "DeleteItem (marker)", *HAND_OFF],
+    "a wait that ran out: not held, off the queue, the oldest waiter checked":
+        ["UpdateItem (release: not held)", "UpdateItem (drop the queue entry)", "DeleteItem (waiter item)",
+         "GetItem (the oldest waiter)"],
+}
+SWEEP_RECORD_PATHS.update({
+    "released, one lock, handed to the oldest waiter":
+        ["DescribeExecution", "Query owner-index", "UpdateItem", *HAND_OFF],
+    # owner-index lists the waiter item, which names the lock; the release finds
+    # nothing held, then the entry goes if it was queued before the end.
+    "an ended waiter's queue entry removed": [
+        "DescribeExecution", "Query owner-index", "GetItem (waiter item)", "UpdateItem (release: not held)",
+        "GetItem (queued before the end?)", "UpdateItem (drop the queue entry)", "DeleteItem (waiter item)",
+        "GetItem (the oldest waiter)"],
+})
+
+# (file, fn, pattern): where the queue's paths make their calls; a call not found
+# where it was means the paths above need a new look.
+_GRANT = r"\bself\s*\.\s*(?:grant|grant_permit)\s*\("
+_LOOP = r"while\s+lost_rounds\s*<\s*MAX_ACQUIRE_ROUNDS\s*\{"
+CODE_SHAPE = [
+    (STORE_RS, "acquire_with_limit", r"\bself\s*\.\s*put_marker\s*\(", "a semaphore acquire's marker"),
+    (STORE_RS, "acquire_core", _LOOP, "acquire's rounds, bounded by MAX_ACQUIRE_ROUNDS"),
+    (STORE_RS, "acquire_core", _GRANT, "a round's first write"),
+    (STORE_RS, "acquire_core", r"\bself\s*\.\s*(?:renew|renew_permit|prune)\s*\(", "a round's follow-up write"),
+    (STORE_RS, "refused", r"\bself\s*\.\s*join_queue\s*\(", "a queued caller joining the queue"),
+    (STORE_RS, "acquire_core", r"\bself\s*\.\s*pump\s*\(", "room owed to the queue handed over"),
+    (QUEUED_RS, "acquire_queued", r"\bself\s*\.\s*put_waiter\s*\(", "a queued acquire's waiter item"),
+    (QUEUED_RS, "acquire_queued", r"\bwaker\s*\.\s*wake\s*\(", "a queued acquire waking its own task"),
+    (QUEUED_RS, "join_queue", r"\bself\s*\.\s*enqueue\s*\(", "the enqueue write"),
+    (QUEUED_RS, "leave_queue", r"\bself\s*\.\s*drop_entry\s*\(", "leaving the queue"),
+    (QUEUED_RS, "leave_queue", r"\bself\s*\.\s*delete_waiter\s*\(", "the waiter item deleted"),
+    (QUEUED_RS, "leave_queue", r"\bself\s*\.\s*read_waiter\s*\(", "the sweep's queued-before-the-end read"),
+    (HANDOFF_RS, "pump", r"\bfor\s+_\s+in\s+0\s*\.\.\s*MAX_HAND_OFFS\b", "hand-offs, bounded by MAX_HAND_OFFS"),
+    (HANDOFF_RS, "pump", r"\bself\s*\.\s*read_waiter\s*\(", "a hand-off's read"),
+    (HANDOFF_RS, "pump", _GRANT, "a hand-off's grant"),
+    (HANDOFF_RS, "pump", r"\bwaker\s*\.\s*wake\s*\(", "a hand-off's SendTaskSuccess"),
+    (HANDOFF_RS, "pump", r"\bself\s*\.\s*take_back\s*\(", "a dead waiter's grant taken back"),
+    (STORE_RS, "release_any", r"\bself\s*\.\s*(?:release_mutex|release_permit)\s*\(", "the release write"),
+    (STORE_RS, "release_any", r"\bself\s*\.\s*leave_queue\s*\(", "a release leaving the queue"),
+    (STORE_RS, "release_any", r"\bself\s*\.\s*pump\s*\(", "a release's hand-off"),
+    (PERMIT_WRITES_RS, "release_permit", r"\bself\s*\.\s*delete_marker\s*\(", "a permit's marker deleted"),
+]
 
 # Where cleanup.rs makes each of those calls; one not found means the paths above
 # need a new look.
@@ -292,38 +379,33 @@ def sdk_settings(sources: Sources) -> Sdk:
     return sdk
 
 
-# One round of acquire's loop writes once (a grant, of either format), then at
-# most once more (a renew, of either format, or a prune): each group is one write.
-_FIRST_WRITES = re.compile(r"\bself\s*\.\s*(?:grant|grant_permit)\s*\(")
-_FOLLOW_UPS = re.compile(r"\bself\s*\.\s*(?:renew|renew_permit|prune)\s*\(")
-_MARKER_PUT = re.compile(r"\bself\s*\.\s*put_marker\s*\(")
-_LOOP = r"while\s+lost_rounds\s*<\s*MAX_ACQUIRE_ROUNDS\s*\{"
-
-
-def acquire_calls(sources: Sources) -> tuple[int, int]:
-    """(MAX_ACQUIRE_ROUNDS, store calls up to the end of the acquire loop's first
-    round: the semaphore's marker before the loop, the first write, a follow-up)."""
+def code_shape(sources: Sources) -> tuple[int, int]:
+    """(MAX_ACQUIRE_ROUNDS, MAX_HAND_OFFS), once every call of CODE_SHAPE is where it was."""
+    for path, function, pattern, what in CODE_SHAPE:
+        if path not in sources:
+            raise SourceError(f"no {path}: review the paths ({what})")
+        body = _block(sources[path], rf"\bfn\s+{function}\s*[<(]", path)
+        if not re.search(pattern, body):
+            raise SourceError(f"{path}: {function} no longer makes {what} ({pattern}): review the paths")
     rounds = int(_constant(sources[DYNAMODB_RS], "MAX_ACQUIRE_ROUNDS", DYNAMODB_RS).replace("_", ""))
-    acquire = _block(sources[STORE_RS], r"\basync\s+fn\s+acquire_with_limit\s*\(", STORE_RS)
-    loop = re.search(_LOOP, acquire)
-    if not loop:
-        raise SourceError(f"{STORE_RS}: acquire has no `while lost_rounds < MAX_ACQUIRE_ROUNDS` loop")
-    body = _block(acquire, _LOOP, STORE_RS)
-    if not _FIRST_WRITES.search(body):
-        raise SourceError(f"{STORE_RS}: no grant recognised in acquire's loop")
-    before_loop = len(_MARKER_PUT.findall(acquire[:loop.start()]))
-    return rounds, before_loop + 1 + int(bool(_FOLLOW_UPS.search(body)))
+    hand_offs = int(_constant(sources[HANDOFF_RS], "MAX_HAND_OFFS", HANDOFF_RS).replace("_", ""))
+    return rounds, hand_offs
 
 
-def release_calls(sources: Sources) -> int:
-    """A release tries the format its hint names, then at most the other, and
-    a permit's release deletes the permit's marker."""
-    body = _block(sources[STORE_RS], r"\basync\s+fn\s+release_any\s*\(", STORE_RS)
-    formats = len(set(re.findall(r"\bself\s*\.\s*(release_mutex|release_permit)\s*\(", body)))
-    if formats == 0:
-        raise SourceError(f"{STORE_RS}: no release write recognised in release_any")
-    permit = _block(sources[PERMIT_WRITES_RS], r"\basync\s+fn\s+release_permit\s*\(", PERMIT_WRITES_RS)
-    return formats + len(re.findall(r"\bself\s*\.\s*delete_marker\s*\(", permit))
+def waker_cost(sources: Sources, sdk: Sdk) -> float:
+    """One wake-up's worst case: SfnWaker's own loop of WAKE_ATTEMPTS SendTaskSuccess
+    calls (queue.rs), each one attempt of the waker's client (sdk_config()'s
+    timeouts, retries off: waker_client), with a pause of WAKE_PAUSE x n before
+    attempt n."""
+    body = _block(sources[LAMBDA_RS], r"\bfn\s+waker_client\s*\(", LAMBDA_RS)
+    if not re.search(r"RetryConfig::disabled\(\)", body) or re.search(r"\.timeout_config\(", body):
+        raise SourceError(f"{LAMBDA_RS} waker_client(): not sdk_config()'s timeouts with RetryConfig::disabled(); "
+                          "this check prices each SendTaskSuccess as one attempt")
+    attempts = int(_constant(sources[QUEUE_RS], "WAKE_ATTEMPTS", QUEUE_RS).replace("_", ""))
+    pause = _duration(_constant(sources[QUEUE_RS], "WAKE_PAUSE", QUEUE_RS), f"{QUEUE_RS}: WAKE_PAUSE")
+    one = Sdk(1, sdk.attempt_timeout, sdk.operation_timeout, sdk.connect_timeout, sdk.initial_backoff,
+              sdk.max_backoff).call()
+    return attempts * one + sum(pause * n for n in range(2, attempts + 1))
 
 
 def sweep_calls_found(sources: Sources) -> None:
@@ -381,8 +463,8 @@ def deadline_guards(sources: Sources) -> list[str]:
     # inside a wait bound is waited out like any other store error.
     acquire = _block(handlers, r"\bfn\s+handle_acquire\s*\(", LAMBDA_RS)
     if not (re.search(r"budget\(\s*&event\.context\s*\)", acquire)
-            and re.search(r"locker\s*\.acquire_within\([^;]*\bbudget\b", acquire)):
-        found.append("handle_acquire does not run locker.acquire_within with budget(&event.context): "
+            and re.search(r"locker\s*\.(?:acquire_within|answer_within)\([^;]*\bbudget\b", acquire)):
+        found.append("handle_acquire does not run locker.answer_within with budget(&event.context): "
                      "a call past the Timeout times the function out")
     if not re.search(r"budget\(\s*&event\.context\s*\)", _block(handlers, r"\bfn\s+handle_sweep\s*\(", LAMBDA_RS)):
         found.append("handle_sweep does not pass the invocation's budget(&event.context) to the sweep")
@@ -399,6 +481,7 @@ class Budget:
     timeout_source: str
     margins: float
     needs: list[tuple[str, float]]  # (what, seconds of SDK time)
+    notes: tuple[tuple[str, float], ...] = ()  # reported only: cut by the deadline guard
 
     def problems(self) -> list[str]:
         if self.timeout is None:
@@ -412,22 +495,33 @@ class Budget:
 def budgets(template: dict, sources: Sources) -> tuple[Sdk, list[Budget]]:
     sdk = sdk_settings(sources)
     margins = answer_margin(sources) + COLD_START_MARGIN_SECONDS
-    rounds, per_round = acquire_calls(sources)
-    release = release_calls(sources)
+    rounds, hand_offs = code_shape(sources)
     sweep_calls_found(sources)
-    call = sdk.call()
+    call, wake = sdk.call(), waker_cost(sources, sdk)
+
+    def path(label: str, calls: list[str]) -> tuple[str, float]:
+        woken = calls.count(WAKE)
+        stored = len(calls) - woken
+        priced = f"{stored} x {call:g} s" + (f" + {woken} {WAKE} x {wake:g} s" if woken else "")
+        return f"{label} ({priced})", stored * call + woken * wake
+
     needs = {
-        "acquire-lock": [(f"one round of an acquire ({per_round} writes x {call:g} s; "
-                          f"rounds 2..{rounds} are cut by the deadline guard)", per_round * call)],
-        "release-lock": [(f"a release ({release} call{'s' * (release != 1)} x {call:g} s)", release * call)],
+        "acquire-lock": [path(f"one round, {label}", calls) for label, calls in ACQUIRE_PATHS.items()],
+        "release-lock": [path(label, calls) for label, calls in RELEASE_PATHS.items()],
         "release-execution-locks": [("one call", call)] + [
-            (f"one record, {path} ({len(calls)} calls x {call:g} s)", len(calls) * call)
-            for path, calls in SWEEP_RECORD_PATHS.items()],
+            path(f"one record, {label}", calls) for label, calls in SWEEP_RECORD_PATHS.items()],
+    }
+    further = path(f"each further hand-off (up to {hand_offs} per call)", NEXT_HAND_OFF)
+    notes = {
+        "acquire-lock": (path("room owed to the queue, handed to the oldest waiter, then queued", ACQUIRE_HAND_OFF),
+                         (f"rounds 2..{rounds} (the lock changed hands between our writes)", 0.0), further),
+        "release-lock": (further,),
+        "release-execution-locks": (further,),
     }
     found = []
     for function, binary in FUNCTIONS.items():
         timeout, source = function_timeout(template, binary)
-        found.append(Budget(function, timeout, source, margins, needs[function]))
+        found.append(Budget(function, timeout, source, margins, needs[function], notes[function]))
     return sdk, found
 
 
@@ -456,13 +550,17 @@ def report(template: dict, sources: Sources) -> list[str]:
         for what, seconds in budget.needs:
             verdict = "fits" if budget.timeout is not None and seconds <= budget.timeout - budget.margins else "DOES NOT FIT"
             lines.append(f"    {what}: {seconds:g} s, {verdict}")
+        for what, seconds in budget.notes:
+            lines.append(f"    beyond: {what}" + (f": {seconds:g} s" if seconds else "") +
+                         ", cut by the deadline guard (LockStoreUnavailable; a retried call goes on)")
     return lines
 
 
 def read_sources(root: Path = ROOT) -> Sources:
     """Every Rust source file of the crates under `root` (the template's folder)."""
     sources = {str(path.relative_to(root)): path.read_text() for path in sorted((root / "crates").glob("*/src/**/*.rs"))}
-    missing = [path for path in (LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS, STORE_RS, PERMIT_WRITES_RS)
+    missing = [path for path in (LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS, STORE_RS, PERMIT_WRITES_RS,
+                                 HANDOFF_RS, QUEUED_RS, QUEUE_RS)
                if path not in sources]
     if missing:
         raise SourceError(f"{', '.join(missing)} not found under {root}")
@@ -625,8 +723,8 @@ def self_test(template: dict, sources: Sources) -> int:
          [_Edit(LAMBDA_RS, "within_deadline(&event.context, locker.release(payload, EpochMillis::now()))",
                 "locker.release(payload, EpochMillis::now())")]),
         ("handle_acquire without its budget", "deadline-guards", [],
-         [_Edit(LAMBDA_RS, ".acquire_within(payload, EpochMillis::now(), budget)",
-                ".acquire_within(payload, EpochMillis::now(), None)")]),
+         [_Edit(LAMBDA_RS, ".answer_within(payload, EpochMillis::now(), budget)",
+                ".answer_within(payload, EpochMillis::now(), None)")]),
         ("the sweep's records without within(left, ...)", "deadline-guards", [],
          [_Edit(CLEANUP_RS, "within(left, self.handle_record(record, now)).await",
                 "self.handle_record(record, now).await")]),
@@ -665,6 +763,14 @@ def self_test(template: dict, sources: Sources) -> int:
         ("acquire's grant renamed", [_Edit(STORE_RS, "self.grant(", "self.take("),
                                      _Edit(STORE_RS, "self.grant_permit(", "self.take_permit(")]),
         ("release_any renamed", [_Edit(STORE_RS, "fn release_any(", "fn release_either(")]),
+        ("MAX_HAND_OFFS renamed", [_Edit(HANDOFF_RS, "MAX_HAND_OFFS", "MAX_WAKES")]),
+        ("the hand-offs not bounded by MAX_HAND_OFFS", [_Edit(HANDOFF_RS, "for _ in 0..MAX_HAND_OFFS {", "loop {")]),
+        ("a release that no longer hands over", [_Edit(STORE_RS, "Box::pin(self.pump(lock_name, item, now)).await?;",
+                                                      "let _ = (lock_name, item, now);")]),
+        ("a queued acquire no longer waking its own task", [_Edit(QUEUED_RS, "waker.wake(token.as_str(), output)",
+                                                                  "waker.notify(token.as_str(), output)")]),
+        ("the waker's client retrying (SendTaskSuccess priced as one attempt)",
+         [_Edit(LAMBDA_RS, ".retry_config(RetryConfig::disabled())", ".retry_config(RetryConfig::standard())")]),
         ("the sweep function not found", [lambda template: template["Resources"]["ReleaseExecutionLocksFunction"]
                                           ["Metadata"]["BuildProperties"].update(Binary="sweep")]),
     ]

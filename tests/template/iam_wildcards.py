@@ -21,6 +21,12 @@ Allowed, each for a reason AWS gives no way around:
   machine's role needs to log to CloudWatch Logs: they have no resource-level
   permissions (Step Functions developer guide, "IAM policies for logging to
   CloudWatch Logs"). Any other action in such a statement fails.
+- Resource "*" for exactly the task-token actions (states:SendTaskSuccess,
+  SendTaskFailure, SendTaskHeartbeat), with which the lock functions admit a
+  waiter of the queued workflow: the Service Authorization Reference ("Actions,
+  resources, and condition keys for AWS Step Functions") lists no resource type
+  for them, and the request's task token names the one task it completes. Any
+  other action in such a statement fails.
 - `arn:...:states:REGION:ACCOUNT:execution:NAME:*` for states:DescribeExecution
   and states:StopExecution: what startExecution.sync needs on the executions it
   starts, whose names are chosen at run time; NAME must not be a wildcard.
@@ -54,6 +60,8 @@ LOG_DELIVERY_ACTIONS = frozenset(
         "logs:DescribeLogGroups",
     }
 )
+# No resource types in the Service Authorization Reference: "*" only.
+TASK_TOKEN_ACTIONS = frozenset({"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"})
 EXECUTION_ACTIONS = frozenset({"states:DescribeExecution", "states:StopExecution"})
 EXECUTION_ARN = re.compile(r"^arn:[^:*?]+:states:[^:*?]+:[^:*?]+:execution:[^:*?]+:\*$")
 ALLOWED_MANAGED_POLICY = re.compile(r"^arn:[^:]+:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$")
@@ -223,6 +231,10 @@ class Checker:
                 if candidate == "*" and actions and set(actions) <= LOG_DELIVERY_ACTIONS:
                     self.allowed.append(f"{where}: '*' for log delivery only (no resource-level permissions)")
                     continue
+                if candidate == "*" and actions and set(actions) <= TASK_TOKEN_ACTIONS:
+                    self.allowed.append(f"{where}: '*' for {sorted(actions)} only (no resource-level permissions; "
+                                        "the task token names the task)")
+                    continue
                 if EXECUTION_ARN.match(candidate) and actions and set(actions) <= EXECUTION_ACTIONS:
                     self.allowed.append(f"{where}: {candidate} for {sorted(actions)}")
                     continue
@@ -351,6 +363,10 @@ SELF_TEST_BAD = {
         [_statement(sorted(LOG_DELIVERY_ACTIONS) + ["dynamodb:UpdateItem"], "*")]
     ),
     "execution wildcard for StartExecution": _function([_statement("states:StartExecution", EXECUTIONS)]),
+    "task-token action on '*' plus another action": _function(
+        [_statement(["states:SendTaskSuccess", "states:StopExecution"], "*")]
+    ),
+    "StartExecution on '*' (it has resource-level permissions)": _function([_statement("states:StartExecution", "*")]),
     "wildcard execution name": _function(
         [_statement("states:DescribeExecution", {"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:*:*"})]
     ),
@@ -378,6 +394,7 @@ SELF_TEST_GOOD = {
             _statement("dynamodb:UpdateItem", TABLE_ARN),
             _statement("dynamodb:Query", {"Fn::Sub": "${Table.Arn}/index/owner-index"}),
             _statement(sorted(LOG_DELIVERY_ACTIONS), "*"),
+            _statement("states:SendTaskSuccess", "*"),
             _statement(["states:DescribeExecution", "states:StopExecution"], EXECUTIONS),
             _statement("states:StartExecution", {"Ref": "TargetArn"}),
         ]

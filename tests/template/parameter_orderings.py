@@ -27,6 +27,12 @@ defaults-in-range         every parameter above has its Default within its range
 lock-limit-integers       LockLimit admits exactly the integers 1..1000 that acquire-lock
                           accepts: a Number parameter would also take 2.5, deploy, and
                           then fail every execution with InvalidLockRequest.
+queue-wait-timeout        a definition whose acquire Task has "TimeoutSeconds":
+                          ${MaxWaitSeconds} (the queued workflow: the bound of its wait
+                          in the queue) gets, at every MaxWaitSeconds the template
+                          accepts (its MinValue, MinValue + 1, Default, MaxValue), a
+                          positive TimeoutSeconds (ASL requires one; 0 would fail the
+                          deploy), equal to MaxWaitSeconds wherever that is positive.
 
 Usage: parameter_orderings.py template.yaml | parameter_orderings.py --self-test
 """
@@ -264,6 +270,63 @@ def lock_limit_integers(template: dict, definitions: Callable[[str], str]) -> li
     return found
 
 
+_QUEUE_TIMEOUT = re.compile(r'"TimeoutSeconds":\s*\$\{MaxWaitSeconds\}')
+
+
+def _evaluate(template: dict, expression: Any, parameter: str, value: float) -> float | None:
+    """The number a substitution takes when `parameter` is `value` (a Ref of a Number
+    parameter is its text, as CloudFormation gives it); None if it cannot tell."""
+    if isinstance(expression, (int, float)) or (isinstance(expression, str) and _number(expression) is not None):
+        return float(expression)
+    if expression == {"Ref": parameter}:
+        return value
+    if isinstance(expression, dict) and list(expression) == ["Fn::If"]:
+        condition, yes, no = expression["Fn::If"]
+        holds = _condition(template, (template.get("Conditions", {}) or {}).get(condition), parameter, value)
+        return None if holds is None else _evaluate(template, yes if holds else no, parameter, value)
+    return None
+
+
+def _condition(template: dict, condition: Any, parameter: str, value: float) -> bool | None:
+    if isinstance(condition, dict) and list(condition) == ["Fn::Not"]:
+        inner = _condition(template, condition["Fn::Not"][0], parameter, value)
+        return None if inner is None else not inner
+    if isinstance(condition, dict) and list(condition) == ["Fn::Equals"]:
+        sides = [f"{value:g}" if side == {"Ref": parameter} else side for side in condition["Fn::Equals"]]
+        if all(isinstance(side, (str, int, float)) for side in sides):
+            return str(sides[0]) == str(sides[1])
+    return None
+
+
+def queue_wait_timeout(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
+    low, default, high = _range(template, "MaxWaitSeconds")
+    for name, properties in _state_machines(template).items():
+        try:
+            text = definitions(properties.get("DefinitionUri"))
+        except (OSError, TypeError):
+            continue  # lease-formula reports an unreadable definition
+        if not _QUEUE_TIMEOUT.search(text):
+            continue
+        if None in (low, default, high):
+            found.append(f"{name}: MaxWaitSeconds, its acquire Task's TimeoutSeconds, has no MinValue, Default or MaxValue")
+            continue
+        substitution = (properties.get("DefinitionSubstitutions", {}) or {}).get("MaxWaitSeconds")
+        for value in sorted({low, min(low + 1, high), default, high}):
+            timeout = _evaluate(template, substitution, "MaxWaitSeconds", value)
+            if timeout is None:
+                found.append(f"{name}: cannot tell what DefinitionSubstitutions MaxWaitSeconds {substitution!r} is "
+                             f"when MaxWaitSeconds is {value:g}")
+                break
+            if timeout < 1:
+                found.append(f"{name}: with MaxWaitSeconds {value:g} the acquire Task's TimeoutSeconds is {timeout:g}, "
+                             "not positive: CreateStateMachine refuses the definition")
+            elif value >= 1 and timeout != value:
+                found.append(f"{name}: with MaxWaitSeconds {value:g} the acquire Task's TimeoutSeconds is {timeout:g}: "
+                             "the wait in the queue is not MaxWaitSeconds")
+    return found
+
+
 RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
     "sample-timeout-derived": sample_timeout_derived,
     "workload-timeout-range": workload_timeout_range,
@@ -274,6 +337,7 @@ RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
     "sweep-grace-covers-late-acquire": sweep_grace_covers_late_acquire,
     "defaults-in-range": defaults_in_range,
     "lock-limit-integers": lock_limit_integers,
+    "queue-wait-timeout": queue_wait_timeout,
 }
 
 
@@ -289,6 +353,7 @@ GOOD_ASL = """{
     "leaseSeconds.$": "States.MathAdd(States.MathAdd(${ExecutionTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"
   }}, "End": true}}
 }"""
+QUEUED_ASL = GOOD_ASL.replace('"Type": "Task",', '"Type": "Task", "TimeoutSeconds": ${MaxWaitSeconds},')
 _LEASE_SUBSTITUTIONS = {term: {"Ref": term} for term in LEASE_TERMS}
 GOOD_TEMPLATE: dict[str, Any] = {
     "Parameters": {
@@ -298,13 +363,17 @@ GOOD_TEMPLATE: dict[str, Any] = {
         "WorkloadMaxRunSeconds": {"Type": "Number", "Default": 900, "MinValue": 30, "MaxValue": 86400},
         "CleanupDelaySeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 900},
         "LockLimit": {"Type": "String", "Default": "1", "AllowedPattern": "^([1-9][0-9]{0,2}|1000)$"},
+        "MaxWaitSeconds": {"Type": "Number", "Default": 3600, "MinValue": 0, "MaxValue": 36000},
     },
+    "Conditions": {"MaxWaitIsZero": {"Fn::Equals": [{"Ref": "MaxWaitSeconds"}, "0"]}},
     "Resources": {
         "AcquireLockFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 10}},
         "SampleWorkloadFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": {"Ref": "WorkloadTimeoutSeconds"}}},
         "CleanupQueue": {"Type": "AWS::SQS::Queue", "Properties": {"DelaySeconds": {"Ref": "CleanupDelaySeconds"}}},
         "Locked": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "locked.asl.json", "DefinitionSubstitutions": dict(_LEASE_SUBSTITUTIONS)}},
         "Attached": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "attached.asl.json", "DefinitionSubstitutions": dict(_LEASE_SUBSTITUTIONS)}},
+        "Queued": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "queued.asl.json", "DefinitionSubstitutions": {
+            **_LEASE_SUBSTITUTIONS, "MaxWaitSeconds": {"Fn::If": ["MaxWaitIsZero", 1, {"Ref": "MaxWaitSeconds"}]}}}},
     },
 }
 
@@ -326,7 +395,7 @@ def _set(path: str, value: Any) -> Callable[[dict], None]:
 
 
 def _asl(attached: str) -> Callable[[str], str]:
-    return lambda uri: attached if uri == "attached.asl.json" else GOOD_ASL
+    return lambda uri: attached if uri == "attached.asl.json" else QUEUED_ASL if uri == "queued.asl.json" else GOOD_ASL
 
 
 # rule -> [(label, template, definitions)], each of which that rule must reject.
@@ -366,6 +435,14 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict, Callable[[str], str]]]] = {
         ("LockLimit a Number", _broken(_set("Parameters/LockLimit", {"Type": "Number", "Default": 1, "MinValue": 1, "MaxValue": 1000})), _asl(GOOD_ASL)),
         ("a pattern that takes 1001", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[1-9][0-9]{0,3}$")), _asl(GOOD_ASL)),
         ("a pattern that takes 2.5", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[0-9.]+$")), _asl(GOOD_ASL)),
+    ],
+    "queue-wait-timeout": [
+        ("TimeoutSeconds !Ref MaxWaitSeconds, whose MinValue is 0",
+         _broken(_set("Resources/Queued/Properties/DefinitionSubstitutions/MaxWaitSeconds", {"Ref": "MaxWaitSeconds"})), _asl(GOOD_ASL)),
+        ("the !If's branches swapped", _broken(_set("Resources/Queued/Properties/DefinitionSubstitutions/MaxWaitSeconds",
+                                                    {"Fn::If": ["MaxWaitIsZero", {"Ref": "MaxWaitSeconds"}, 1]})), _asl(GOOD_ASL)),
+        ("the condition comparing with 1", _broken(_set("Conditions/MaxWaitIsZero", {"Fn::Equals": [{"Ref": "MaxWaitSeconds"}, "1"]})), _asl(GOOD_ASL)),
+        ("a fixed TimeoutSeconds of 60", _broken(_set("Resources/Queued/Properties/DefinitionSubstitutions/MaxWaitSeconds", 60)), _asl(GOOD_ASL)),
     ],
     "defaults-in-range": [
         ("CleanupDelaySeconds default 60 below its minimum 120",

@@ -8,7 +8,8 @@
   filled in from a documented ABORTED event, is an EventBridge envelope whose
   detail has executionArn and status, and no execution input or output.
 - Every state machine the stack deploys (LockedWorkflowStateMachine,
-  SkipIfRunningStateMachine, the attach variant) is swept: the rule's
+  SkipIfRunningStateMachine, QueuedWorkflowStateMachine, the attach variant) is
+  swept (an ended queued execution may also have left a queue entry): the rule's
   stateMachineArn list, SWEPT_STATE_MACHINE_ARNS and the DescribeExecution
   grant each name it.
 - The function gets the settings the code reads (crates/sfn-lock/src/sweep_policy.rs,
@@ -198,11 +199,19 @@ def self_test(template: dict[str, Any]) -> int:
         change(copied["Resources"])
         return copied
 
-    def drop_skip_if_running(expression: Any) -> Any:
+    def drop_machine(expression: Any, machine: str = "SkipIfRunningStateMachine") -> Any:
         # !Join ["", [Locked, !Sub ",${SkipIfRunningStateMachine}", ...]] without that !Sub.
         parts = expression["Fn::Join"][1]
-        parts[:] = [part for part in parts if part != {"Fn::Sub": ",${SkipIfRunningStateMachine}"}]
+        if {"Fn::Sub": f",${{{machine}}}"} not in parts:
+            raise AssertionError(f"self-test: {machine} is not in {parts}; update the case")
+        parts[:] = [part for part in parts if part != {"Fn::Sub": f",${{{machine}}}"}]
         return expression
+
+    def drop_skip_if_running(expression: Any) -> Any:
+        return drop_machine(expression)
+
+    def drop_queued(expression: Any) -> Any:
+        return drop_machine(expression, "QueuedWorkflowStateMachine")
 
     def describe_statement(r: dict[str, Any]) -> dict[str, Any]:
         return next(s for s in r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"]
@@ -215,6 +224,12 @@ def self_test(template: dict[str, Any]) -> int:
             r["ReleaseExecutionLocksFunction"]["Properties"]["Environment"]["Variables"]["SWEPT_STATE_MACHINE_ARNS"]),
         "DescribeExecution without skip-if-running's executions": lambda r: describe_statement(r).update(
             Resource=[x for x in describe_statement(r)["Resource"] if "SkipIfRunningStateMachine" not in json.dumps(x)]),
+        "the queued workflow missing from the rule": lambda r: drop_queued(
+            r["ExecutionEndedRule"]["Properties"]["EventPattern"]["detail"]["stateMachineArn"]["Fn::Split"][1]),
+        "the queued workflow missing from SWEPT_STATE_MACHINE_ARNS": lambda r: drop_queued(
+            r["ReleaseExecutionLocksFunction"]["Properties"]["Environment"]["Variables"]["SWEPT_STATE_MACHINE_ARNS"]),
+        "DescribeExecution without the queued workflow's executions": lambda r: describe_statement(r).update(
+            Resource=[x for x in describe_statement(r)["Resource"] if "QueuedWorkflowStateMachine" not in json.dumps(x)]),
         "no per-record failures": lambda r: r["ReleaseExecutionLocksEventSourceMapping"]["Properties"].pop("FunctionResponseTypes"),
         "whole events to the queue": lambda r: r["ExecutionEndedRule"]["Properties"]["Targets"][0].pop("InputTransformer"),
         "input in the message": lambda r: r["ExecutionEndedRule"]["Properties"]["Targets"][0]["InputTransformer"].update(

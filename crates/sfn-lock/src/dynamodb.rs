@@ -9,6 +9,7 @@
 //! sparse index [`OWNER_INDEX`] that finds every lock an execution still holds.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -18,10 +19,13 @@ use aws_sdk_dynamodb::Client;
 pub(crate) use crate::error::classify;
 use crate::error::StoreError;
 use crate::model::{EpochMillis, LockName, Owner, ReleaseOutcome};
+use crate::queue::Wake;
 // How items are written and read back: values, the holder, the lease.
 use crate::dynamodb_item::{gc_after, holder_from, number, string};
 use crate::dynamodb_permits::permit_of;
 pub use crate::dynamodb_permits::HOLDER_COUNT;
+use crate::dynamodb_queue::Entry;
+pub use crate::dynamodb_queue::QUEUE_LENGTH;
 
 pub const LOCK_NAME: &str = "lockName";
 pub const OWNER: &str = "owner";
@@ -51,7 +55,7 @@ pub const TTL_GRACE_SECONDS: u32 = 86_400;
 /// mutex in the same stroke (`dynamodb_permit_writes.rs`) makes the same ones.
 macro_rules! grant_assignments {
     () => {
-        "#owner = :owner, #acquiredAt = :now, #expiresAt = :expiresAt, #ttl = :ttl, \
+        "#owner = :owner, #acquiredAt = :acquiredAt, #expiresAt = :expiresAt, #ttl = :ttl, \
          #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one"
     };
 }
@@ -63,11 +67,32 @@ pub(crate) use grant_assignments;
 /// microseconds, so the token still rises when TTL deleted the previous item:
 /// the old counter stopped at its own start time plus its grant count, and a
 /// lock sees far fewer than one grant per microsecond.
-const GRANT: &str = concat!("SET ", grant_assignments!());
-/// A semaphore's permits block a mutex grant, expired or not: an acquire that
-/// finds only expired ones removes them first (`dynamodb_permits.rs`).
-const GRANT_CONDITION: &str = "(attribute_not_exists(#owner) OR #expiresAt < :now) \
-     AND (attribute_not_exists(#holderCount) OR #holderCount = :zero)";
+pub const GRANT: &str = concat!("SET ", grant_assignments!());
+/// Room for a mutex grant: no live holder. A semaphore's permits block it,
+/// expired or not: an acquire that finds only expired ones removes them first
+/// (`dynamodb_permits.rs`).
+macro_rules! mutex_room {
+    () => {
+        "(attribute_not_exists(#owner) OR #expiresAt < :now) \
+         AND (attribute_not_exists(#holderCount) OR #holderCount = :zero)"
+    };
+}
+/// Nobody waits in the lock's queue (`dynamodb_queue.rs`): a new acquire
+/// never overtakes a waiter; only a hand-off grants while some wait.
+macro_rules! queue_empty {
+    () => {
+        "(attribute_not_exists(#queueLength) OR #queueLength = :zero)"
+    };
+}
+pub(crate) use queue_empty;
+pub const GRANT_CONDITION: &str = concat!(mutex_room!(), " AND ", queue_empty!());
+/// A hand-off: GRANT for the waiter at the head of the queue, which leaves it.
+const HAND_OFF: &str = concat!(
+    "SET ",
+    grant_assignments!(),
+    ", #queueLength = #queueLength - :one REMOVE #entry"
+);
+const HAND_OFF_CONDITION: &str = concat!(mutex_room!(), " AND #entry = :seq");
 
 /// The caller holds this very grant and it is still live: move the expiry.
 const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
@@ -77,11 +102,22 @@ const RENEW_CONDITION: &str =
 /// Frees the lock and records who released which grant, in the same write.
 /// Grants and renewals leave the record alone, so a retried release whose first
 /// attempt landed finds it even after another owner got in.
-const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt \
+pub const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt \
      SET #ttl = :ttl, #releasedBy = :owner, #releasedToken = #fencingToken, #releaseId = :releaseId";
+/// The attributes RELEASE names.
+pub(crate) const RELEASE_NAMES: &[&str] = &[
+    OWNER,
+    ACQUIRED_AT,
+    EXPIRES_AT,
+    TTL,
+    RELEASED_BY,
+    RELEASED_TOKEN,
+    FENCING_TOKEN,
+    RELEASE_ID,
+];
 /// Held by the caller, and not already released by this very call: a retry
 /// whose first attempt landed must not free a grant the owner took since.
-const RELEASE_CONDITION: &str =
+pub const RELEASE_CONDITION: &str =
     "#owner = :owner AND (attribute_not_exists(#releaseId) OR #releaseId <> :releaseId)";
 /// The same, for the sweep: only a grant made before the execution ended.
 const RELEASE_GRANTED_BEFORE_CONDITION: &str =
@@ -93,6 +129,14 @@ const RELEASE_GRANTED_BEFORE_CONDITION: &str =
 pub(crate) const MAX_ACQUIRE_ROUNDS: usize = 3;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
+/// A hand-off: the waiter's place, and when it asked (its `enqueuedAt`). The
+/// grant records that as its `acquiredAt`: the request it answers was made
+/// then, so the sweep of an execution that ended while queued releases it
+/// (its guard keeps only grants asked for after the end, by a redrive).
+pub(crate) type HandOff<'a> = (&'a Entry, EpochMillis);
+/// A release's answer and the lock's item after it (or as found); `None`
+/// when there is no item.
+pub(crate) type Released = (ReleaseOutcome, Option<Item>);
 
 pub(crate) enum WriteFailure {
     /// The condition did not hold; the item as it was (absent if there was none).
@@ -159,6 +203,8 @@ impl Write {
 pub struct DynamoStore {
     pub(crate) client: Client,
     pub(crate) table_name: String,
+    /// Wakes queued waiters; without one, a release cannot hand the lock over.
+    pub(crate) waker: Option<Arc<dyn Wake>>,
 }
 
 impl DynamoStore {
@@ -166,7 +212,14 @@ impl DynamoStore {
         DynamoStore {
             client,
             table_name: table_name.into(),
+            waker: None,
         }
+    }
+
+    /// The same store, able to hand the lock to queued waiters.
+    pub fn with_waker(mut self, waker: Arc<dyn Wake>) -> Self {
+        self.waker = Some(waker);
+        self
     }
 
     pub(crate) async fn conditional_update(
@@ -203,14 +256,24 @@ impl DynamoStore {
         }
     }
 
+    /// A mutex grant; with `hand_off`, the hand-off to that waiter, whose
+    /// grant dates from its request (see [`HandOff`]).
     pub(crate) async fn grant(
         &self,
         lock_name: &LockName,
         owner: &Owner,
         expires_at: EpochMillis,
         now: EpochMillis,
+        hand_off: Option<HandOff<'_>>,
     ) -> Result<Item, WriteFailure> {
-        let write = Write::new(GRANT, GRANT_CONDITION)
+        let mut write = match hand_off {
+            None => Write::new(GRANT, GRANT_CONDITION).value(":acquiredAt", number(now.0)),
+            Some((entry, requested_at)) => Write::new(HAND_OFF, HAND_OFF_CONDITION)
+                .name_as("#entry", &entry.name)
+                .value(":seq", number(entry.seq))
+                .value(":acquiredAt", number(requested_at.0)),
+        };
+        write = write
             .names(&[
                 OWNER,
                 ACQUIRED_AT,
@@ -218,6 +281,7 @@ impl DynamoStore {
                 TTL,
                 FENCING_TOKEN,
                 HOLDER_COUNT,
+                QUEUE_LENGTH,
             ])
             .value(":owner", string(owner.as_str()))
             .value(":now", number(now.0))
@@ -248,7 +312,8 @@ impl DynamoStore {
     }
 
     /// The mutex-format release, optionally only of a grant made at or before
-    /// `granted_before`. `Ok(None)`: the caller holds a permit instead.
+    /// `granted_before`. `Ok(None)`: the caller holds a permit instead. The item comes
+    /// back (after the write, or as found) for the queue's sake.
     pub(crate) async fn release_mutex(
         &self,
         lock_name: &LockName,
@@ -256,22 +321,13 @@ impl DynamoStore {
         release_id: &str,
         granted_before: Option<EpochMillis>,
         now: EpochMillis,
-    ) -> Result<Option<ReleaseOutcome>, StoreError> {
+    ) -> Result<Option<Released>, StoreError> {
         let condition = match granted_before {
             None => RELEASE_CONDITION,
             Some(_) => RELEASE_GRANTED_BEFORE_CONDITION,
         };
         let mut write = Write::new(RELEASE, condition)
-            .names(&[
-                OWNER,
-                ACQUIRED_AT,
-                EXPIRES_AT,
-                TTL,
-                RELEASED_BY,
-                RELEASED_TOKEN,
-                FENCING_TOKEN,
-                RELEASE_ID,
-            ])
+            .names(RELEASE_NAMES)
             .value(":owner", string(owner.as_str()))
             .value(":ttl", number(gc_after(now)))
             .value(":releaseId", string(release_id));
@@ -279,24 +335,25 @@ impl DynamoStore {
             write = write.value(":grantedBefore", number(bound.0));
         }
         let old_item = match self.conditional_update(lock_name.as_str(), write).await {
-            Ok(_) => return Ok(Some(ReleaseOutcome::Released)),
+            Ok(item) => return Ok(Some((ReleaseOutcome::Released, Some(item)))),
             Err(WriteFailure::Store(error)) => return Err(error),
-            Err(WriteFailure::ConditionFailed(None)) => return Ok(Some(ReleaseOutcome::NotHeld)),
+            Err(WriteFailure::ConditionFailed(None)) => {
+                return Ok(Some((ReleaseOutcome::NotHeld, None)))
+            }
             Err(WriteFailure::ConditionFailed(Some(item))) => item,
         };
-        if released_by_this_call(&old_item, release_id) {
+        let outcome = if released_by_this_call(&old_item, release_id) {
             // An earlier attempt of this very call freed the lock; whoever
             // holds it now got it afterwards, with no overlap.
-            Ok(Some(ReleaseOutcome::Released))
+            ReleaseOutcome::Released
         } else if old_item.contains_key(OWNER) {
-            Ok(Some(ReleaseOutcome::HeldByOther(holder_from(Some(
-                &old_item,
-            ))?)))
+            ReleaseOutcome::HeldByOther(holder_from(Some(&old_item))?)
         } else if permit_of(&old_item, owner)?.is_some() {
-            Ok(None)
+            return Ok(None);
         } else {
-            Ok(Some(ReleaseOutcome::NotHeld))
-        }
+            ReleaseOutcome::NotHeld
+        };
+        Ok(Some((outcome, Some(old_item))))
     }
 }
 

@@ -28,10 +28,25 @@ const GRANT_PERMIT: &str = concat!(
     ", #holderCount = if_not_exists(#holderCount, :zero) + :one \
      REMOVE #owner, #acquiredAt, #expiresAt"
 );
-/// Fewer than `limit` permits present (live or expired) and no live mutex holder.
-const GRANT_PERMIT_CONDITION: &str = "attribute_not_exists(#permit) \
-     AND (attribute_not_exists(#owner) OR #expiresAt < :now) \
-     AND (attribute_not_exists(#holderCount) OR #holderCount < :limit)";
+/// Room for a permit: fewer than `limit` present (live or expired), none the
+/// caller's, and no live mutex holder.
+macro_rules! permit_room {
+    () => {
+        "attribute_not_exists(#permit) \
+         AND (attribute_not_exists(#owner) OR #expiresAt < :now) \
+         AND (attribute_not_exists(#holderCount) OR #holderCount < :limit)"
+    };
+}
+const GRANT_PERMIT_CONDITION: &str = concat!(permit_room!(), " AND ", queue_empty!());
+/// A hand-off: GRANT_PERMIT for the waiter at the head of the queue, which leaves it.
+const HAND_OFF_PERMIT: &str = concat!(
+    "SET ",
+    permit_assignments!(),
+    ", #holderCount = if_not_exists(#holderCount, :zero) + :one, \
+     #queueLength = #queueLength - :one \
+     REMOVE #owner, #acquiredAt, #expiresAt, #entry"
+);
+const HAND_OFF_PERMIT_CONDITION: &str = concat!(permit_room!(), " AND #entry = :seq");
 
 /// The caller's own permit, still this grant and still live: move its expiry.
 /// The whole map is written again (its `acquiredAt` as read): a SET of a member
@@ -41,7 +56,7 @@ const RENEW_PERMIT: &str = "SET #permit = :permit, #ttl = :ttl";
 const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken AND #permit.#expiresAt >= :now";
 
 /// Frees the caller's permit and records the release as the mutex does.
-const RELEASE_PERMIT: &str = "REMOVE #permit, #token \
+pub(crate) const RELEASE_PERMIT: &str = "REMOVE #permit, #token \
      SET #holderCount = #holderCount - :one, #releasedBy = :owner, #releasedToken = #token, \
      #releaseId = :releaseId";
 const RELEASE_PERMIT_CONDITION: &str =
@@ -127,6 +142,7 @@ impl DynamoStore {
             .map_err(|_| crate::dynamodb_item::malformed(PERMIT_OF))
     }
 
+    /// A permit grant; with `hand_off`, the hand-off to that waiter.
     pub(crate) async fn grant_permit(
         &self,
         lock_name: &LockName,
@@ -134,9 +150,19 @@ impl DynamoStore {
         limit: u32,
         expires_at: EpochMillis,
         now: EpochMillis,
+        hand_off: Option<HandOff<'_>>,
     ) -> Result<Item, WriteFailure> {
         let (permit, token) = permit_names(owner.as_str());
-        let write = Write::new(GRANT_PERMIT, GRANT_PERMIT_CONDITION)
+        let (mut write, acquired_at) = match hand_off {
+            None => (Write::new(GRANT_PERMIT, GRANT_PERMIT_CONDITION), now),
+            Some((entry, requested_at)) => (
+                Write::new(HAND_OFF_PERMIT, HAND_OFF_PERMIT_CONDITION)
+                    .name_as("#entry", &entry.name)
+                    .value(":seq", number(entry.seq)),
+                requested_at,
+            ),
+        };
+        write = write
             .names(&[
                 OWNER,
                 ACQUIRED_AT,
@@ -144,10 +170,11 @@ impl DynamoStore {
                 TTL,
                 FENCING_TOKEN,
                 HOLDER_COUNT,
+                QUEUE_LENGTH,
             ])
             .name_as("#permit", &permit)
             .name_as("#token", &token)
-            .value(":permit", permit_value(owner, now, expires_at))
+            .value(":permit", permit_value(owner, acquired_at, expires_at))
             .value(":now", number(now.0))
             .value(":limit", number(limit))
             .value(":ttl", permit_ttl(now))
@@ -204,7 +231,9 @@ impl DynamoStore {
                 TTL,
                 FENCING_TOKEN,
                 HOLDER_COUNT,
+                QUEUE_LENGTH,
             ])
+            .value(":zero", number(0))
             .value(":seen", number(seen_count))
             .value(":now", number(now.0));
         for (index, permit) in expired.iter().enumerate() {
@@ -242,8 +271,13 @@ impl DynamoStore {
             set.push(grant_assignments!().to_owned());
             write = write
                 .value(":owner", string(owner.as_str()))
+                .value(":acquiredAt", number(now.0))
                 .value(":expiresAt", number(expires_at.0))
                 .value(":ttl", number(gc_after(expires_at)));
+        }
+        if grant {
+            // A grant never overtakes a waiter; a hand-off prunes without one.
+            condition += concat!(" AND ", queue_empty!());
         }
         if !(grant && limit == 1) {
             // An expired mutex holder goes too; a mutex grant overwrites it instead.
@@ -267,7 +301,7 @@ impl DynamoStore {
         owner: &Owner,
         release_id: &str,
         granted_before: Option<EpochMillis>,
-    ) -> Result<Option<ReleaseOutcome>, StoreError> {
+    ) -> Result<Option<Released>, StoreError> {
         let (permit, token) = permit_names(owner.as_str());
         let mut write = Write::new(RELEASE_PERMIT, RELEASE_PERMIT_CONDITION)
             .names(&[HOLDER_COUNT, RELEASED_BY, RELEASED_TOKEN, RELEASE_ID])
@@ -283,16 +317,18 @@ impl DynamoStore {
                 .value(":grantedBefore", number(bound.0));
         }
         let old_item = match self.conditional_update(lock_name.as_str(), write).await {
-            Ok(_) => {
+            Ok(item) => {
                 self.delete_marker(lock_name, owner).await;
-                return Ok(Some(ReleaseOutcome::Released));
+                return Ok(Some((ReleaseOutcome::Released, Some(item))));
             }
             Err(WriteFailure::Store(error)) => return Err(error),
-            Err(WriteFailure::ConditionFailed(None)) => return Ok(Some(ReleaseOutcome::NotHeld)),
+            Err(WriteFailure::ConditionFailed(None)) => {
+                return Ok(Some((ReleaseOutcome::NotHeld, None)))
+            }
             Err(WriteFailure::ConditionFailed(Some(item))) => item,
         };
         if released_by_this_call(&old_item, release_id) {
-            return Ok(Some(ReleaseOutcome::Released));
+            return Ok(Some((ReleaseOutcome::Released, Some(old_item))));
         }
         let mutex_holder = old_item
             .get(OWNER)
@@ -302,10 +338,11 @@ impl DynamoStore {
             return Ok(None);
         }
         // A permit granted after `granted_before`: the same owner's later grant.
-        Ok(Some(match permit_of(&old_item, owner)? {
+        let outcome = match permit_of(&old_item, owner)? {
             Some(later) => ReleaseOutcome::HeldByOther(later.holder),
             // Released already, or expired and removed by another's acquire.
             None => ReleaseOutcome::NotHeld,
-        }))
+        };
+        Ok(Some((outcome, Some(old_item))))
     }
 }

@@ -175,6 +175,18 @@ pub(crate) fn permit_lease(
     })
 }
 
+/// Every live holder on the item, mutex or permit, the first to end first.
+pub(crate) fn live_holders(item: &Item, now: EpochMillis) -> Result<Vec<Holder>, StoreError> {
+    let mut holders = match item.contains_key(OWNER) {
+        true => vec![holder_from(Some(item))?],
+        false => Vec::new(),
+    };
+    holders.extend(permits_of(item)?.into_iter().map(|permit| permit.holder));
+    holders.retain(|holder| holder.expires_at >= now);
+    holders.sort_by_key(|holder| holder.expires_at);
+    Ok(holders)
+}
+
 /// What an acquire does after its first write found the item in the way.
 #[derive(Debug)]
 pub(crate) enum Decision {

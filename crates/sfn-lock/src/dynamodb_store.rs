@@ -6,9 +6,14 @@ use tracing::warn;
 
 use crate::dynamodb::*;
 use crate::dynamodb_item::{lease_from, malformed, release_id, string};
-use crate::dynamodb_permits::{check_fits, decide, permit_lease, Decision, MARKER_PREFIX};
+use crate::dynamodb_permits::{
+    check_fits, decide, live_holders, permit_lease, Decision, MARKER_PREFIX,
+};
+use crate::dynamodb_queue::{queue_length, WAITER_PREFIX};
+use crate::dynamodb_queued::Core;
 use crate::error::StoreError;
-use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
+use crate::model::{AcquireOutcome, Contention, EpochMillis, LockName, Owner, ReleaseOutcome};
+use crate::queue::TaskToken;
 use crate::request::{LeaseSeconds, Limit};
 use crate::store::LockStore;
 
@@ -34,44 +39,53 @@ impl DynamoStore {
             || Box::pin(self.release_permit(lock_name, owner, &release_id, granted_before));
         let answer = match limit.is_mutex() {
             true => match mutex().await? {
-                Some(outcome) => Some(outcome),
+                Some(released) => Some(released),
                 None => permit().await?,
             },
             false => match permit().await? {
-                Some(outcome) => Some(outcome),
+                Some(released) => Some(released),
                 None => mutex().await?,
             },
         };
         // Each format hands over to the other only when the other holds the
         // caller's grant; seeing that twice means the item changed in between.
-        answer.ok_or_else(|| {
+        let (outcome, item) = answer.ok_or_else(|| {
             StoreError::Unavailable(format!(
                 "lock {lock_name:?} changed format twice during one release"
             ))
-        })
+        })?;
+        let Some(item) = item else {
+            return Ok(outcome);
+        };
+        // A waiter that gave up (its Catch) or ended (the sweep) leaves the
+        // queue; then room goes to the oldest waiter. Retried, this goes on
+        // where a failed call stopped.
+        let item = Box::pin(self.leave_queue(lock_name, owner, item, granted_before)).await?;
+        if let Some(item) = item.filter(|item| queue_length(item).is_ok_and(|length| length > 0)) {
+            Box::pin(self.pump(lock_name, item, now)).await?;
+        }
+        Ok(outcome)
     }
-}
 
-impl LockStore for DynamoStore {
-    async fn acquire_with_limit(
+    /// Every acquire's rounds: grant, or renew the caller's own grant, or
+    /// remove expired permits, or (with `queue`) join the queue; room that
+    /// waiters are owed goes to them first.
+    pub(crate) async fn acquire_core(
         &self,
         lock_name: &LockName,
         owner: &Owner,
         lease: LeaseSeconds,
         limit: Limit,
+        queue: bool,
         now: EpochMillis,
-    ) -> Result<AcquireOutcome, StoreError> {
+    ) -> Result<Core, StoreError> {
         let expires_at = now.plus_seconds(lease.get());
-        if !limit.is_mutex() {
-            check_fits(owner)?;
-            self.put_marker(lock_name, owner, expires_at).await?;
-        }
-        let granted = |item: &Item| -> Result<AcquireOutcome, StoreError> {
+        let granted = |item: &Item| -> Result<Core, StoreError> {
             let lease = match limit.is_mutex() {
                 true => lease_from(lock_name, owner, item)?,
                 false => permit_lease(lock_name, owner, item)?,
             };
-            Ok(AcquireOutcome::Granted(lease))
+            Ok(Core::Done(AcquireOutcome::Granted(lease)))
         };
         // Rounds lost to other writers; a write that removed expired permits
         // without room to grant yet is progress, not a lost round.
@@ -79,9 +93,9 @@ impl LockStore for DynamoStore {
         while lost_rounds < MAX_ACQUIRE_ROUNDS {
             lost_rounds += 1;
             let first = match limit.is_mutex() {
-                true => self.grant(lock_name, owner, expires_at, now).await,
+                true => self.grant(lock_name, owner, expires_at, now, None).await,
                 false => {
-                    self.grant_permit(lock_name, owner, limit.get(), expires_at, now)
+                    self.grant_permit(lock_name, owner, limit.get(), expires_at, now, None)
                         .await
                 }
             };
@@ -91,13 +105,53 @@ impl LockStore for DynamoStore {
                 Err(WriteFailure::ConditionFailed(old_item)) => old_item,
             };
             let next = match decide(old_item.as_ref(), owner, limit, now)? {
-                Decision::Held(contention) => return Ok(AcquireOutcome::Held(contention)),
-                Decision::Again => continue,
+                Decision::Held(contention) => {
+                    match self
+                        .refused(lock_name, owner, limit, contention, queue, now)
+                        .await?
+                    {
+                        Some(core) => return Ok(core),
+                        None => continue,
+                    }
+                }
+                Decision::Again => {
+                    let waiting = old_item.as_ref().map_or(Ok(0), queue_length)?;
+                    let (Some(item), true) = (old_item, waiting > 0) else {
+                        continue;
+                    };
+                    // Room, but owed to the waiters: hand it to them first.
+                    let pumped = self.pump(lock_name, item, now).await?;
+                    if let Some(lease) = pumped.handed.filter(|lease| lease.owner == *owner) {
+                        return Ok(Core::HandedToCaller(lease));
+                    }
+                    // Waiters still ahead (the head did not fit): behind them.
+                    let Some(item) = pumped
+                        .item
+                        .filter(|item| queue_length(item).is_ok_and(|n| n > 0))
+                    else {
+                        continue;
+                    };
+                    let holders = live_holders(&item, now)?;
+                    let contention = Contention {
+                        limit: limit.get(),
+                        holders,
+                    };
+                    match self
+                        .refused(lock_name, owner, limit, contention, queue, now)
+                        .await?
+                    {
+                        Some(core) => return Ok(core),
+                        None => continue,
+                    }
+                }
                 // Our own live grant: a retried task or a deliberate renewal.
                 Decision::RenewMutex { fencing_token } => self
                     .renew(lock_name, owner, fencing_token, expires_at, now)
                     .await
-                    .map(|item| lease_from(lock_name, owner, &item).map(AcquireOutcome::Renewed)),
+                    .map(|item| {
+                        lease_from(lock_name, owner, &item)
+                            .map(|lease| Core::Done(AcquireOutcome::Renewed(lease)))
+                    }),
                 Decision::RenewPermit {
                     fencing_token,
                     acquired_at,
@@ -110,12 +164,17 @@ impl LockStore for DynamoStore {
                         now,
                     )
                     .await
-                    .map(|item| permit_lease(lock_name, owner, &item).map(AcquireOutcome::Renewed)),
+                    .map(|item| {
+                        permit_lease(lock_name, owner, &item)
+                            .map(|lease| Core::Done(AcquireOutcome::Renewed(lease)))
+                    }),
                 Decision::Prune {
                     seen_count,
                     expired,
                     grant,
                 } => {
+                    // Room made while waiters queue is theirs: prune, then hand off.
+                    let grant = grant && old_item.as_ref().map_or(Ok(0), queue_length)? == 0;
                     for permit in &expired {
                         warn!(lock_name = lock_name.as_str(), owner = owner.as_str(),
                               expired_holder = %permit.holder.owner,
@@ -155,6 +214,67 @@ impl LockStore for DynamoStore {
         Err(StoreError::Unavailable(format!(
             "lock {lock_name:?} changed hands {MAX_ACQUIRE_ROUNDS} times during one acquire"
         )))
+    }
+}
+
+impl DynamoStore {
+    /// A caller the lock cannot admit now: it joins the queue (`queue`), or
+    /// is answered with the live holders. `None`: decide again.
+    async fn refused(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        limit: Limit,
+        contention: Contention,
+        queue: bool,
+        now: EpochMillis,
+    ) -> Result<Option<Core>, StoreError> {
+        if queue {
+            let joined = self.join_queue(lock_name, owner, limit, contention, now);
+            return Ok(joined.await?.map(Core::Done));
+        }
+        // No live holder to name: the item changed since, decide again.
+        if contention.holders.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Core::Done(AcquireOutcome::Held(contention))))
+    }
+}
+
+impl LockStore for DynamoStore {
+    async fn acquire_with_limit(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        lease: LeaseSeconds,
+        limit: Limit,
+        now: EpochMillis,
+    ) -> Result<AcquireOutcome, StoreError> {
+        if !limit.is_mutex() {
+            check_fits(owner)?;
+            let expires_at = now.plus_seconds(lease.get());
+            self.put_marker(lock_name, owner, expires_at).await?;
+        }
+        match self
+            .acquire_core(lock_name, owner, lease, limit, false, now)
+            .await?
+        {
+            Core::Done(outcome) => Ok(outcome),
+            Core::HandedToCaller(lease) => Ok(AcquireOutcome::Granted(lease)),
+        }
+    }
+
+    async fn acquire_or_queue(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        lease: LeaseSeconds,
+        limit: Limit,
+        task_token: &TaskToken,
+        now: EpochMillis,
+    ) -> Result<AcquireOutcome, StoreError> {
+        self.acquire_queued(lock_name, owner, lease, limit, task_token, now)
+            .await
     }
 
     async fn release_with_limit(
@@ -200,8 +320,8 @@ impl LockStore for DynamoStore {
                     .get(LOCK_NAME)
                     .and_then(|value| value.as_s().ok())
                     .ok_or_else(|| malformed(LOCK_NAME))?;
-                if key.starts_with(MARKER_PREFIX) {
-                    // A semaphore permit's marker: one read finds its lock.
+                if key.starts_with(MARKER_PREFIX) || key.starts_with(WAITER_PREFIX) {
+                    // A semaphore permit's marker or a waiter: one read finds its lock.
                     names.extend(self.marker_lock(key).await?);
                 } else {
                     names.push(LockName::new(key.clone()).map_err(|_| malformed(LOCK_NAME))?);
@@ -210,7 +330,12 @@ impl LockStore for DynamoStore {
             // DynamoDB leaves LastEvaluatedKey out after the last page.
             match page.last_evaluated_key {
                 Some(key) => start_key = Some(key),
-                None => return Ok(names),
+                None => {
+                    // A waiter's lock may also hold it as its owner: once each.
+                    let mut seen = std::collections::HashSet::new();
+                    names.retain(|name| seen.insert(name.clone()));
+                    return Ok(names);
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Glue between the Lambda runtime and [`Locker`]: configuration from the
 //! environment, the SDK client, logging, and the two handlers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
@@ -17,8 +18,9 @@ use crate::deadline::{budget, within_deadline};
 use crate::dynamodb::DynamoStore;
 use crate::error::LockError;
 use crate::executions::{SqsRequeue, StepFunctions};
-use crate::lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
+use crate::lock::{AcquireAnswer, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
 use crate::model::EpochMillis;
+use crate::queue::SfnWaker;
 use crate::request::LeaseSeconds;
 use crate::sweep_policy::SweepPolicy;
 
@@ -120,11 +122,22 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
         .await
 }
 
-/// Reads the configuration and builds the client once, at cold start.
+/// Reads the configuration and builds the clients once, at cold start.
 pub async fn locker_from_env() -> ConfiguredLocker {
     let config = Config::from_env().inspect_err(log_misconfiguration)?;
-    let store = DynamoStore::new(dynamodb_client().await, config.table_name);
+    let sdk = sdk_config().await;
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name)
+        .with_waker(Arc::new(SfnWaker::new(waker_client(&sdk))));
     Ok(Locker::new(store, config.default_lease))
+}
+
+/// The Step Functions client that wakes queued waiters: no SDK retries;
+/// [`SfnWaker`] repeats a call itself and says why.
+pub fn waker_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sfn::Client {
+    let config = aws_sdk_sfn::config::Builder::from(sdk)
+        .retry_config(RetryConfig::disabled())
+        .build();
+    aws_sdk_sfn::Client::from_conf(config)
 }
 
 /// Logs as Lambda's advanced logging controls ask: JSON when
@@ -176,7 +189,8 @@ pub async fn sweeper_from_env() -> ConfiguredSweeper {
         .filter(|url| !url.trim().is_empty())
         .map(|url| SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), url));
     Ok(Sweeper {
-        store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name),
+        store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name)
+            .with_waker(Arc::new(SfnWaker::new(waker_client(&sdk)))),
         executions: StepFunctions::new(aws_sdk_sfn::Client::new(&sdk)),
         requeue,
         policy,
@@ -208,13 +222,13 @@ pub async fn handle_sweep(
 pub async fn handle_acquire(
     locker: &ConfiguredLocker,
     event: LambdaEvent<Payload>,
-) -> Result<AcquireResponse, Diagnostic> {
+) -> Result<AcquireAnswer, Diagnostic> {
     let (locker, payload) = (configured(locker)?, lock_event(&event.payload)?);
     // The budget applies inside the lock's rules: a cut store call is a store
     // error, which a caller still inside its wait bound waits out.
     let budget = budget(&event.context);
     Ok(locker
-        .acquire_within(payload, EpochMillis::now(), budget)
+        .answer_within(payload, EpochMillis::now(), budget)
         .await?)
 }
 

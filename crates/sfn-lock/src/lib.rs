@@ -24,25 +24,32 @@
 pub mod cleanup;
 mod deadline;
 pub mod dynamodb;
+mod dynamodb_handoff;
 mod dynamodb_item;
 mod dynamodb_permit_writes;
 pub mod dynamodb_permits;
+pub mod dynamodb_queue;
+mod dynamodb_queued;
 mod dynamodb_store;
 mod error;
 pub mod executions;
 pub mod lambda;
 mod lock;
 mod model;
+pub mod queue;
 mod request;
 mod store;
 pub mod sweep_policy;
 
 pub use dynamodb::DynamoStore;
 pub use error::{LockError, StoreError};
-pub use lock::{AcquireResponse, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
+pub use lock::{
+    AcquireAnswer, AcquireResponse, Locker, QueuedResponse, ReleaseResponse, DEFAULT_LEASE_SECONDS,
+};
 pub use model::{
     AcquireOutcome, Contention, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome,
     MAX_LEASE_SECONDS,
 };
+pub use queue::{SfnWaker, TaskToken, Wake, WakeOutcome};
 pub use request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, MAX_LIMIT};
 pub use store::LockStore;

@@ -33,6 +33,48 @@ pub struct AcquireResponse {
     pub limit: u32,
 }
 
+/// `acquire-lock`'s answer to a caller that queued (`taskToken`): its place.
+/// Its task goes on waiting; the grant arrives through the token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedResponse {
+    pub lock_name: String,
+    pub owner: String,
+    /// Always `queued`.
+    pub outcome: &'static str,
+    /// 1 is next.
+    pub position: u32,
+}
+
+/// Whatever `acquire-lock` answers: a grant, or a place in the queue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum AcquireAnswer {
+    Lease(AcquireResponse),
+    Queued(QueuedResponse),
+}
+
+impl AcquireResponse {
+    /// The answer for `lease`, also the output a woken waiter's task gets.
+    pub fn new(
+        lease: &Lease,
+        lease_seconds: LeaseSeconds,
+        limit: Limit,
+        outcome: &'static str,
+    ) -> Self {
+        AcquireResponse {
+            lock_name: lease.lock_name.to_string(),
+            owner: lease.owner.to_string(),
+            fencing_token: lease.fencing_token,
+            acquired_at: lease.acquired_at.to_rfc3339(),
+            expires_at: lease.expires_at.to_rfc3339(),
+            lease_seconds: lease_seconds.get(),
+            outcome,
+            limit: limit.get(),
+        }
+    }
+}
+
 /// `release-lock`'s answer. `not_held` and `held_by_other` are normal results:
 /// a cleanup path must never fail because the lock was already gone.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -69,34 +111,51 @@ impl<S: LockStore> Locker<S> {
 
     /// [`Locker::acquire`] with the store call cut at `budget` (the
     /// invocation's remaining time): the cut is a store error, so a caller
-    /// still inside its wait bound keeps waiting, as for any other.
+    /// still inside its wait bound keeps waiting, as for any other. An event
+    /// with `taskToken` is for [`Locker::answer_within`].
     pub async fn acquire_within(
         &self,
         event: &Value,
         now: EpochMillis,
         budget: Option<Duration>,
     ) -> Result<AcquireResponse, LockError> {
+        match self.answer_within(event, now, budget).await? {
+            AcquireAnswer::Lease(lease) => Ok(lease),
+            AcquireAnswer::Queued(_) => Err(LockError::invalid(
+                "taskToken",
+                "queues the caller: use Locker::answer_within",
+            )),
+        }
+    }
+
+    /// `acquire-lock`'s whole behaviour: a grant, a renewal, a refusal, or,
+    /// for an event with `taskToken`, a place in the queue.
+    pub async fn answer_within(
+        &self,
+        event: &Value,
+        now: EpochMillis,
+        budget: Option<Duration>,
+    ) -> Result<AcquireAnswer, LockError> {
         let request = AcquireRequest::from_event(event)?;
         let lease = request.lease_seconds.unwrap_or(self.default_lease);
         let lock_name = request.lock_name.as_str();
         let owner = request.owner.as_str();
-        let store_call = self.store.acquire_with_limit(
-            &request.lock_name,
-            &request.owner,
-            lease,
-            request.limit,
-            now,
-        );
-        let answer = match budget {
-            None => store_call.await,
-            Some(budget) => tokio::time::timeout(budget, store_call)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(StoreError::Unavailable(
-                        "the store did not answer within the function's time budget".into(),
-                    ))
-                }),
-        };
+        let (name, who, limit) = (&request.lock_name, &request.owner, request.limit);
+        let answer = within(budget, async {
+            match &request.task_token {
+                None => {
+                    self.store
+                        .acquire_with_limit(name, who, lease, limit, now)
+                        .await
+                }
+                Some(token) => {
+                    self.store
+                        .acquire_or_queue(name, who, lease, limit, token, now)
+                        .await
+                }
+            }
+        })
+        .await;
         let outcome = match answer {
             Ok(outcome) => outcome,
             Err(StoreError::Unavailable(detail))
@@ -115,6 +174,15 @@ impl<S: LockStore> Locker<S> {
             }
         };
         match outcome {
+            AcquireOutcome::Queued { position } => {
+                info!(lock_name, owner, position, "queued for the lock");
+                Ok(AcquireAnswer::Queued(QueuedResponse {
+                    lock_name: lock_name.to_owned(),
+                    owner: owner.to_owned(),
+                    outcome: "queued",
+                    position,
+                }))
+            }
             AcquireOutcome::Granted(granted) => {
                 info!(lock_name, owner, fencing_token = granted.fencing_token,
                       expires_at = %granted.expires_at, "lock granted");
@@ -231,6 +299,23 @@ impl<S: LockStore> Locker<S> {
     }
 }
 
+/// Cuts `call` at `budget`; the cut is a store error.
+async fn within<T>(
+    budget: Option<Duration>,
+    call: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    match budget {
+        None => call.await,
+        Some(budget) => tokio::time::timeout(budget, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(
+                    "the store did not answer within the function's time budget".into(),
+                ))
+            }),
+    }
+}
+
 fn is_one(limit: &u32) -> bool {
     *limit == 1
 }
@@ -240,15 +325,6 @@ fn response(
     lease_seconds: LeaseSeconds,
     limit: Limit,
     outcome: &'static str,
-) -> AcquireResponse {
-    AcquireResponse {
-        lock_name: lease.lock_name.to_string(),
-        owner: lease.owner.to_string(),
-        fencing_token: lease.fencing_token,
-        acquired_at: lease.acquired_at.to_rfc3339(),
-        expires_at: lease.expires_at.to_rfc3339(),
-        lease_seconds: lease_seconds.get(),
-        outcome,
-        limit: limit.get(),
-    }
+) -> AcquireAnswer {
+    AcquireAnswer::Lease(AcquireResponse::new(&lease, lease_seconds, limit, outcome))
 }

@@ -227,8 +227,12 @@ pub enum AcquireOutcome {
     Granted(Lease),
     /// The caller already held the lock; its lease now runs from this request.
     Renewed(Lease),
-    /// Other owners hold live leases, as many as the caller's limit.
+    /// Other owners hold live leases, as many as the caller's limit (or the
+    /// queue is full, for a caller that asked to queue).
     Held(Contention),
+    /// The caller waits in the lock's queue, `position` 1 being next; a
+    /// release will hand it the lock by completing its task token.
+    Queued { position: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

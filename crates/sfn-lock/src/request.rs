@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::error::LockError;
 use crate::model::{EpochMillis, LockName, Owner, MAX_LEASE_SECONDS};
+use crate::queue::TaskToken;
 
 /// A lease length in seconds, 1 to [`MAX_LEASE_SECONDS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +86,9 @@ pub struct AcquireRequest {
     pub wait: Option<WaitBound>,
     /// Holders admitted at once; 1 (a mutex) when the event names none.
     pub limit: Limit,
+    /// A `.waitForTaskToken` task's token: wait in the lock's queue instead
+    /// of failing with `LockUnavailable`, and be woken with the grant.
+    pub task_token: Option<TaskToken>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +110,7 @@ const ACQUIRE_FIELDS: &[&str] = &[
     "waitStartedAt",
     "maxWaitSeconds",
     "limit",
+    "taskToken",
 ];
 
 /// `release-lock` also takes the whole output of `acquire-lock`, so an ASL can
@@ -170,6 +175,9 @@ impl AcquireRequest {
             lease_seconds,
             wait,
             limit: optional_limit(fields)?,
+            task_token: optional_string(fields, "taskToken")?
+                .map(TaskToken::new)
+                .transpose()?,
         })
     }
 }

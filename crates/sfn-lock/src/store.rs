@@ -5,6 +5,7 @@ use std::future::Future;
 
 use crate::error::StoreError;
 use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
+use crate::queue::TaskToken;
 use crate::request::{LeaseSeconds, Limit};
 
 /// Every call must be a single atomic decision at the store (a conditional
@@ -35,9 +36,31 @@ pub trait LockStore: Send + Sync {
         self.acquire_with_limit(lock_name, owner, lease, Limit::ONE, now)
     }
 
+    /// [`LockStore::acquire_with_limit`] for a caller that waits in a queue
+    /// instead of failing: a grant or renewal completes `task_token` with the
+    /// grant at once; otherwise the caller joins the lock's queue, atomically
+    /// with the state that refused it, and a later release hands it the lock.
+    /// A store without a queue refuses (the default).
+    fn acquire_or_queue(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        lease: LeaseSeconds,
+        limit: Limit,
+        task_token: &TaskToken,
+        now: EpochMillis,
+    ) -> impl Future<Output = Result<AcquireOutcome, StoreError>> + Send {
+        let _ = (lock_name, owner, lease, limit, task_token, now);
+        std::future::ready(Err(StoreError::Refused {
+            field: "taskToken".into(),
+            rule: "is not supported by this lock store: it keeps no queue".into(),
+        }))
+    }
+
     /// Frees `owner`'s grant of the lock, if, and only if, it holds one; other
     /// holders' grants stay. `limit` is the one the grant was asked with: a
-    /// hint of where to look first, never a condition.
+    /// hint of where to look first, never a condition. A caller still queued
+    /// leaves the queue. A freed permit goes to the oldest queued waiter.
     fn release_with_limit(
         &self,
         lock_name: &LockName,

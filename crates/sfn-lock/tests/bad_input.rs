@@ -48,7 +48,11 @@ fn expected_field(case: &str) -> &'static str {
         "limit zero" | "limit over a thousand" | "fractional limit" | "limit as a string" => {
             "limit"
         }
-        "semaphore owner too long for the item" => "owner",
+        "semaphore owner too long for the item" | "queued semaphore owner too long" => "owner",
+        "empty task token"
+        | "task token over 2048 bytes"
+        | "task token with a newline"
+        | "task token as a number" => "taskToken",
         "JSON array"
         | "JSON string"
         | "JSON number"
@@ -108,6 +112,11 @@ fn bad_acquire_events() -> Vec<(&'static str, String)> {
         ("limit as a string", r#"{"lockName": "etl", "owner": "arn:exec:1", "limit": "3"}"#.into()),
         // Refused by the store before it writes (the marker included).
         ("semaphore owner too long for the item", format!(r#"{{"lockName": "etl", "owner": "{}", "limit": 2}}"#, "x".repeat(257))),
+        ("empty task token", r#"{"lockName": "etl", "owner": "arn:exec:1", "taskToken": ""}"#.into()),
+        ("task token over 2048 bytes", format!(r#"{{"lockName": "etl", "owner": "arn:exec:1", "taskToken": "{}"}}"#, "t".repeat(2049))),
+        ("task token with a newline", r#"{"lockName": "etl", "owner": "arn:exec:1", "taskToken": "AQ\u000aCE"}"#.into()),
+        ("task token as a number", r#"{"lockName": "etl", "owner": "arn:exec:1", "taskToken": 42}"#.into()),
+        ("queued semaphore owner too long", format!(r#"{{"lockName": "etl", "owner": "{}", "limit": 2, "taskToken": "AQCE"}}"#, "x".repeat(257))),
     ]
 }
 

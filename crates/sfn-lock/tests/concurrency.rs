@@ -45,8 +45,8 @@ async fn no_two_holders_ever_overlap_and_tokens_rise_in_grant_order() {
                         .unwrap()
                     {
                         AcquireOutcome::Granted(lease) => break lease.fencing_token,
-                        AcquireOutcome::Renewed(lease) => {
-                            panic!("nobody holds across cycles: {lease:?}")
+                        other @ (AcquireOutcome::Renewed(_) | AcquireOutcome::Queued { .. }) => {
+                            panic!("nobody holds across cycles, nobody queues: {other:?}")
                         }
                         AcquireOutcome::Held(_) => {
                             // A jittered wait of about one queue's length (15 waiters, one

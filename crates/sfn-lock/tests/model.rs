@@ -173,6 +173,9 @@ async fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                             expires_at: holder.expires_at,
                         }
                     }
+                    AcquireOutcome::Queued { .. } => {
+                        return Err(TestCaseError::fail("an acquire without a token queued"))
+                    }
                 };
                 (expected, actual)
             }

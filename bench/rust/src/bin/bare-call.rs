@@ -18,11 +18,9 @@ use std::time::Instant;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use sfn_lock::{DynamoStore, EpochMillis, LeaseSeconds, Locker};
 
-const GRANT: &str = "SET #owner = :owner, #acquiredAt = :now, #expiresAt = :expiresAt, #ttl = :ttl, \
-     #fencingToken = if_not_exists(#fencingToken, :tokenBase) + :one";
-const GRANT_CONDITION: &str = "attribute_not_exists(#owner) OR #expiresAt < :now";
-const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt SET #ttl = :ttl";
-const RELEASE_CONDITION: &str = "#owner = :owner";
+// The library's own expressions, so that the floor cannot drift from what the
+// functions send.
+use sfn_lock::dynamodb::{GRANT, GRANT_CONDITION, RELEASE, RELEASE_CONDITION};
 const OWNER: &str = "arn:aws:states:us-east-1:123456789012:execution:bench:owner-a";
 const TTL_GRACE_SECONDS: i64 = 86_400;
 
@@ -62,7 +60,11 @@ async fn main() {
                     .update_expression(GRANT)
                     .condition_expression(GRANT_CONDITION)
                     .expression_attribute_names("#fencingToken", "fencingToken")
+                    .expression_attribute_names("#holderCount", "holderCount")
+                    .expression_attribute_names("#queueLength", "queueLength")
                     .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(":acquiredAt", n(now))
+                    .expression_attribute_values(":zero", n(0))
                     .expression_attribute_values(":expiresAt", n(expires_at))
                     .expression_attribute_values(":ttl", n(expires_at / 1000 + TTL_GRACE_SECONDS))
                     .expression_attribute_values(":tokenBase", n(now.saturating_mul(1000)))
@@ -75,13 +77,22 @@ async fn main() {
                 request
                     .update_expression(RELEASE)
                     .condition_expression(RELEASE_CONDITION)
+                    .expression_attribute_names("#releasedBy", "releasedBy")
+                    .expression_attribute_names("#releasedToken", "releasedToken")
+                    .expression_attribute_names("#fencingToken", "fencingToken")
+                    .expression_attribute_names("#releaseId", "releaseId")
                     .expression_attribute_values(":ttl", n(now / 1000 + TTL_GRACE_SECONDS))
+                    .expression_attribute_values(
+                        ":releaseId",
+                        AttributeValue::S(format!("bare-{now}")),
+                    )
                     .send()
                     .await
                     .expect("the bench holds this lock");
             }
             "locker" => {
-                let event = serde_json::json!({"lockName": lock_name, "owner": OWNER, "leaseSeconds": 900});
+                let event =
+                    serde_json::json!({"lockName": lock_name, "owner": OWNER, "leaseSeconds": 900});
                 locker
                     .acquire(&event, EpochMillis::now())
                     .await

@@ -6,6 +6,8 @@ pub mod lossy_proxy;
 
 pub mod sfn;
 
+pub mod tokens;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
