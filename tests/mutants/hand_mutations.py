@@ -99,10 +99,10 @@ MUTATIONS = [
         id="sweep-without-query",
         file=TEMPLATE,
         find=(
-            "            - Sid: FindLocksByOwner\n"
-            "              Effect: Allow\n"
-            "              Action: dynamodb:Query\n"
-            "              Resource: !Sub ${LockTable.Arn}/index/owner-index\n"
+            "              - Sid: FindLocksByOwner\n"
+            "                Effect: Allow\n"
+            "                Action: dynamodb:Query\n"
+            "                Resource: !Sub ${LockTable.Arn}/index/owner-index\n"
         ),
         replace="",
         why="the sweep may Query the owner index, the only way it finds an ended execution's locks",
@@ -178,7 +178,7 @@ MUTATIONS = [
         id="rule-misses-queued-workflow",
         file=TEMPLATE,
         find='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", '
-             '!Sub ",${QueuedWorkflowStateMachine}", ',
+             '!If [UseDynamoDbStore, !Sub ",${QueuedWorkflowStateMachine}", ""], ',
         replace='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", ',
         why="the sweep sees the ends of queued executions too (a stopped one would keep its lock, or its place "
             "in the queue, until the lease ends or a hand-off finds its task dead)",
@@ -188,16 +188,17 @@ MUTATIONS = [
         id="release-cannot-hand-off",
         file=TEMPLATE,
         find=(
-            "            - Sid: HandOffToQueuedWaiters\n"
-            "              Effect: Allow\n"
-            "              Action: states:SendTaskSuccess\n"
-            "              Resource: \"*\"\n"
-            "              Condition:\n"
-            "                StringEquals:\n"
-            "                  aws:RequestedRegion: !Ref AWS::Region\n"
-            "\n  ReleaseLockLogGroup:"
+            "              # The freed permit goes to the oldest live queued waiter: see\n"
+            "              # AcquireLockFunction's AdmitQueuedWaiters for why \"*\".\n"
+            "              - Sid: HandOffToQueuedWaiters\n"
+            "                Effect: Allow\n"
+            "                Action: states:SendTaskSuccess\n"
+            "                Resource: \"*\"\n"
+            "                Condition:\n"
+            "                  StringEquals:\n"
+            "                    aws:RequestedRegion: !Ref AWS::Region\n"
         ),
-        replace="\n  ReleaseLockLogGroup:",
+        replace="",
         why="release-lock may call SendTaskSuccess: it hands the freed permit to the oldest queued waiter "
             "(without it the hand-off is an AccessDenied on AWS only, and waiters sleep until their timeout)",
         check="function permissions",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,132 @@ def intrinsic(value: Any) -> tuple[str, Any] | None:
         if key == "Ref" or key.startswith("Fn::") or key == "Condition":
             return key, arg
     return None
+
+
+# -- the template for given parameter values ----------------------------------------------
+def condition_values(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, bool]:
+    """The Conditions that `parameters` decide (Fn::Equals of a Ref to one of them and a
+    literal, Fn::Not/And/Or/Condition of decided ones); the others are left out."""
+    conditions = template.get("Conditions", {}) or {}
+
+    def value(expression: Any) -> str | None:
+        if isinstance(expression, (str, int, float)) and not isinstance(expression, bool):
+            return str(expression)
+        fn = intrinsic(expression)
+        if fn and fn[0] == "Ref" and fn[1] in parameters:
+            return str(parameters[fn[1]])
+        return None
+
+    def holds(expression: Any, seen: tuple[str, ...]) -> bool | None:
+        fn = intrinsic(expression)
+        if fn is None:
+            return None
+        key, arg = fn
+        if key == "Condition":
+            if arg in seen or arg not in conditions:
+                raise TemplateError(f"condition {arg}: {'a cycle' if arg in seen else 'not in Conditions'}")
+            return holds(conditions[arg], seen + (arg,))
+        if key == "Fn::Equals":
+            left, right = value(arg[0]), value(arg[1])
+            return None if left is None or right is None else left == right
+        if key == "Fn::Not":
+            inner = holds(arg[0], seen)
+            return None if inner is None else not inner
+        if key in ("Fn::And", "Fn::Or"):
+            found = [holds(part, seen) for part in arg]
+            decisive = key == "Fn::Or"  # Or: any True decides; And: any False decides
+            if decisive in found:
+                return decisive
+            return None if None in found else not decisive
+        return None
+
+    decided = {}
+    for name, expression in conditions.items():
+        result = holds(expression, (name,))
+        if result is not None:
+            decided[name] = result
+    return decided
+
+
+_REMOVED = object()
+
+
+def specialize(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, Any]:
+    """The template as CloudFormation deploys it with these parameter values, as far
+    as they decide: the resources and outputs whose Condition they make false are
+    gone, each Fn::If on a condition they decide is its branch (AWS::NoValue: the
+    key or list item is gone). Conditions they do not decide stay as written, and
+    so do the Refs to the parameters. TemplateError if what is left still refers to
+    a resource that is gone (cfn-lint reports that too, but per template, not per
+    parameter value)."""
+    decided = condition_values(template, parameters)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            fn = intrinsic(value)
+            if fn and fn[0] == "Fn::If" and isinstance(fn[1], list) and fn[1][0] in decided:
+                return walk(fn[1][1] if decided[fn[1][0]] else fn[1][2])
+            if fn and fn[0] == "Fn::If" and isinstance(fn[1], list):  # undecided: both branches stay
+                branches = [walk(branch) for branch in fn[1][1:]]
+                return {"Fn::If": [fn[1][0]] + [{"Ref": "AWS::NoValue"} if branch is _REMOVED else branch
+                                                 for branch in branches]}
+            if fn == ("Ref", "AWS::NoValue"):
+                return _REMOVED
+            walked = {key: walk(item) for key, item in value.items()}
+            return {key: item for key, item in walked.items() if item is not _REMOVED}
+        if isinstance(value, list):
+            return [item for item in (walk(item) for item in value) if item is not _REMOVED]
+        return value
+
+    result = copy.deepcopy(template)
+    gone: set[str] = set()
+    for section in ("Resources", "Outputs"):
+        entries = result.get(section, {}) or {}
+        for name in list(entries):
+            condition = (entries[name] or {}).get("Condition")
+            if condition in decided and not decided[condition]:
+                del entries[name]
+                if section == "Resources":
+                    gone.add(name)
+    result = walk(result)
+    for name in (result.get("Resources", {}) or {}):
+        dangling = references(result["Resources"][name], gone)
+        if dangling:
+            raise TemplateError(f"with {parameters}, {name} refers to {sorted(dangling)}, which that deploys without")
+    for name in (result.get("Outputs", {}) or {}):
+        dangling = references(result["Outputs"][name], gone)
+        if dangling:
+            raise TemplateError(f"with {parameters}, output {name} refers to {sorted(dangling)}, which that "
+                                "deploys without")
+    return result
+
+
+def references(value: Any, names: set[str]) -> set[str]:
+    """Which of `names` `value` refers to: Ref, Fn::GetAtt, ${Name} or ${Name.Attr}
+    in Fn::Sub, DependsOn."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        fn = intrinsic(value)
+        if fn and fn[0] == "Ref" and fn[1] in names:
+            found.add(fn[1])
+        elif fn and fn[0] == "Fn::GetAtt":
+            target = (fn[1].split(".", 1)[0] if isinstance(fn[1], str) else fn[1][0])
+            if target in names:
+                found.add(target)
+        elif fn and fn[0] == "Fn::Sub":
+            text, variables = (fn[1], {}) if isinstance(fn[1], str) else (fn[1][0], fn[1][1] or {})
+            for variable in re.findall(r"\$\{([^}!][^}]*)\}", str(text)):
+                target = variable.split(".", 1)[0]
+                if target in names and variable not in variables:
+                    found.add(target)
+            found |= references(variables, names)
+            return found
+        for key, item in value.items():
+            if key == "DependsOn":
+                found |= {name for name in ([item] if isinstance(item, str) else item) if name in names}
+            else:
+                found |= references(item, names)
+    elif isinstance(value, list):
+        for item in value:
+            found |= references(item, names)
+    return found

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Static checks of template.yaml and the state machine definitions it deploys.
-# Offline, about 40 s. Needs .venv-lint (tests/requirements-lint.txt) and
+# Offline, about a minute. Needs .venv-lint (tests/requirements-lint.txt) and
 # node_modules (asl-validator, Node 22), both installed by `make tools`.
 #
 #   tests/template/check.sh            run every check, exit 1 if any failed
@@ -10,7 +10,10 @@
 #
 # 1. cfn-lint                       CloudFormation and SAM schema and rules
 # 2. sam validate --lint            SAM's own validation (no credentials needed)
-# 3. checkov                        security checks; every skip justified in the template
+# 3. checkov                        security checks; every skip justified in the template.
+#                                   Once per LockStore value (checkov drops the resources
+#                                   whose Condition the defaults make false, such as the
+#                                   S3 lock bucket): on a copy with that value as Default
 # 4. iam_wildcards --self-test      the wildcard check rejects bad policies
 # 5. iam_wildcards                  no '*' in any function's or state machine's policy, but
 #                                   where AWS offers no resource-level permission (log
@@ -43,9 +46,18 @@
 #                                   account and Region
 # 14. function_permissions (+ self-test)  each lock function's dynamodb: grants are exactly
 #                                   the DynamoDB calls its code reaches (action and table or
-#                                   index ARN, from the Rust source), and every call is reached
+#                                   index ARN, from the Rust source), and every call is reached;
+#                                   with LockStore s3 and ssm, exactly that store's grants (and
+#                                   every call of s3.rs / ssm.rs allowed)
 # 15. schedule (+ self-test)        the skip-if-running schedule bounds its retries, passes
 #                                   the scheduled time, and may only start that state machine
+# 16. lock_store (+ self-test)      for every LockStore value: the three lock functions'
+#                                   LOCK_STORE_URL names that store (and the same one), only
+#                                   its resources are deployed (the queued workflow with
+#                                   DynamoDB only), and the S3 lock bucket's settings
+#
+# Steps 8, 14 and 16 check each LockStore value on the template as that value deploys
+# it (cfn_template.specialize); iam_wildcards reads every branch at once.
 set -uo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -82,8 +94,19 @@ step() {
 }
 
 checkov_scan() {
-    "$LINT_VENV/bin/checkov" -f template.yaml --framework cloudformation --skip-download \
-        --output json 2>/dev/null | "$PY" "$HERE/checkov_gate.py"
+    local store dir status=0
+    dir=$(mktemp -d) || return 1
+    for store in $("$PY" "$HERE/lock_store.py" --stores template.yaml); do
+        echo "  LockStore=$store"
+        if ! "$PY" "$HERE/lock_store.py" --with-default "$store" template.yaml >"$dir/template.yaml"; then
+            status=1
+            continue
+        fi
+        "$LINT_VENV/bin/checkov" -f "$dir/template.yaml" --framework cloudformation --skip-download \
+            --output json 2>/dev/null | "$PY" "$HERE/checkov_gate.py" || status=1
+    done
+    rm -rf "$dir"
+    return $status
 }
 
 step "cfn-lint" "$LINT_VENV/bin/cfn-lint" template.yaml
@@ -110,6 +133,8 @@ step "function permissions" "$PY" "$HERE/function_permissions.py" template.yaml
 
 step "schedule self-test" "$PY" "$HERE/schedule.py" --self-test
 step "schedule" "$PY" "$HERE/schedule.py" template.yaml
+step "lock store self-test" "$PY" "$HERE/lock_store.py" --self-test
+step "lock store" "$PY" "$HERE/lock_store.py" template.yaml
 
 for name in "${failures[@]}"; do
     echo "failed: $name"

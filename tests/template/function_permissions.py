@@ -1,6 +1,28 @@
-"""Each lock function's DynamoDB permissions in template.yaml, against the DynamoDB
-calls its Rust code can make: every call allowed, and nothing else allowed. The
-same for the fair queue's states:SendTaskSuccess (the task-token actions).
+"""Each lock function's store permissions in template.yaml, for every lock store
+(LockStore): with DynamoDB, against the DynamoDB calls its Rust code can make: every
+call allowed, and nothing else allowed. The same for the fair queue's
+states:SendTaskSuccess (the task-token actions). With S3 and SSM, exactly the
+grants of STORE_GRANTS below, and no DynamoDB or task-token grant.
+
+Per store
+    Each value LockStore allows is checked on the template as that value deploys
+    it (cfn_template.specialize: the store's !If branches taken, the other stores'
+    policies gone), then expanded by the SAM transform.
+    dynamodb  the rules below, from the Rust source. An s3: or ssm: grant is extra.
+    s3, ssm   each function's s3:, ssm:, dynamodb: and task-token grants are
+              exactly its STORE_GRANTS (action, resource as written, and the
+              statement's Condition; traced by hand, per function, from
+              document_store.rs, s3.rs and ssm.rs): missing / extra as below. The S3 and SSM
+              stores keep no queue (an acquire with a taskToken is an
+              InvalidLockRequest there), so no task-token grant. The calls of
+              the store code (the files that use aws_sdk_s3 / aws_sdk_ssm, outside
+              #[cfg(test)]) are read as for DynamoDB, but per store, not per
+              function: a call whose action no function is granted is "missing",
+              a granted action no call needs is "extra", an operation this check
+              cannot map to an IAM action is "unreadable". S3's GetObject of a
+              missing key is NoSuchKey only with s3:ListBucket on the bucket
+              (AccessDenied without it; s3.rs reads a missing lock object as
+              free), so a function allowed s3:GetObject without it is "missing".
 
 The semaphore made the store call more than UpdateItem (a marker item: PutItem on
 acquire, DeleteItem after a permit's release, GetItem when the sweep finds one
@@ -70,7 +92,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cfn_template import TemplateError, intrinsic, load, transform  # noqa: E402
+from cfn_template import TemplateError, intrinsic, load, specialize, transform  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = "crates/sfn-lock/src"
@@ -79,7 +101,50 @@ LOCK_RS, CLEANUP_RS, LAMBDA_RS, QUEUE_RS = (f"{SRC}/{name}" for name in
 STORE_FILES = re.compile(rf"{re.escape(SRC)}/dynamodb[a-z_]*\.rs")
 TABLE = "LockTable"
 TABLE_ARN = "${LockTable.Arn}"
-TABLE_ENV = "LOCK_TABLE_NAME"  # lambda.rs Config: the table DynamoStore is given
+TABLE_ENV = "LOCK_TABLE_NAME"  # the older setting of the table DynamoStore is given (store_url.rs)
+URL_ENV = "LOCK_STORE_URL"  # the store (store_url.rs): dynamodb://TABLE, s3://..., ssm://...
+TABLE_URL = {"Fn::Sub": "dynamodb://${LockTable}"}
+STORE_PARAMETER = "LockStore"
+
+# -- the S3 and SSM stores ----------------------------------------------------------------
+ACQUIRE, RELEASE, SWEEP = "AcquireLockFunction", "ReleaseLockFunction", "ReleaseExecutionLocksFunction"
+LOCK_OBJECTS = "arn:${AWS::Partition}:s3:::${LockBucket}/locks/*"  # LOCK_STORE_URL s3://${LockBucket}/locks/
+LOCK_BUCKET = "arn:${AWS::Partition}:s3:::${LockBucket}"
+LOCK_PARAMETERS = ("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/"
+                   "${AWS::StackName}/*")  # LOCK_STORE_URL ssm:///sfn-lock/${AWS::StackName}
+# ssm.rs: read (GetParameter of the current-generation hint), write (PutParameter without
+# overwrite; after a lost create a GetParameters probe; DeleteParameters of superseded
+# generations), mark / unmark (PutParameter / DeleteParameters); the sweep lists an
+# owner's markers (GetParametersByPath).
+SSM_ACTIONS = ("ssm:GetParameter", "ssm:GetParameters", "ssm:PutParameter", "ssm:DeleteParameters")
+# (action, resource as written, the statement's Condition as JSON or "") per function,
+# from what document_store.rs's methods call per function (acquire: read, mark,
+# write; release: read, write, unmark; the sweep: marked, then release's) and
+# s3.rs / ssm.rs. With S3, s3:ListBucket for every function that reads a lock
+# object (see "Per store" above; the sweep also lists owner markers with it).
+STORE_GRANTS: dict[str, dict[str, set[tuple[str, str, str]]]] = {
+    "s3": {
+        ACQUIRE: {("s3:GetObject", LOCK_OBJECTS, ""), ("s3:PutObject", LOCK_OBJECTS, ""),
+                  ("s3:ListBucket", LOCK_BUCKET, "")},
+        RELEASE: {("s3:GetObject", LOCK_OBJECTS, ""), ("s3:PutObject", LOCK_OBJECTS, ""),
+                  ("s3:DeleteObject", LOCK_OBJECTS, ""), ("s3:ListBucket", LOCK_BUCKET, "")},
+        SWEEP: {("s3:GetObject", LOCK_OBJECTS, ""), ("s3:PutObject", LOCK_OBJECTS, ""),
+                ("s3:DeleteObject", LOCK_OBJECTS, ""), ("s3:ListBucket", LOCK_BUCKET, "")},
+    },
+    "ssm": {
+        ACQUIRE: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS},
+        RELEASE: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS},
+        SWEEP: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS + ("ssm:GetParametersByPath",)},
+    },
+}
+# The SDK crate each store's code uses, and its operations' IAM actions (S3's are
+# not the operation's name; SSM's are).
+STORE_SDK = {"s3": "aws_sdk_s3", "ssm": "aws_sdk_ssm"}
+S3_OPERATIONS = {"get_object": "s3:GetObject", "head_object": "s3:GetObject", "put_object": "s3:PutObject",
+                 "delete_object": "s3:DeleteObject", "delete_objects": "s3:DeleteObject",
+                 "list_objects_v2": "s3:ListBucket", "list_objects": "s3:ListBucket"}
+SSM_OPERATIONS = {"get_parameters_by_path", "put_parameter", "delete_parameters", "delete_parameter",
+                  "get_parameter", "get_parameters", "get_parameter_history", "describe_parameters"}
 
 # The LockStore methods each function calls, traced from its binary:
 # - acquire-lock: main.rs runs handle_acquire (lambda.rs), which calls
@@ -416,8 +481,8 @@ def check_chains(template: dict, sources: Sources) -> None:
         if found:
             raise SourceError(f"{path}:{_line(text, found.start())}: a DynamoDB call outside {SRC}/dynamodb*.rs; "
                               "this check reads DynamoStore only")
-    if not re.search(rf'"{TABLE_ENV}"', sources.get(LAMBDA_RS, "")):
-        raise SourceError(f"{LAMBDA_RS} no longer reads {TABLE_ENV}: update TABLE_ENV")
+    if not any(re.search(rf'"{name}"', text) for name in (TABLE_ENV, URL_ENV) for text in sources.values()):
+        raise SourceError(f"no source reads {TABLE_ENV} or {URL_ENV}: update TABLE_ENV, URL_ENV")
     check_waker(sources)
 
 
@@ -474,6 +539,7 @@ class Grant:
     resource: str  # as text: ${LockTable.Arn}, ${LockTable.Arn}/index/owner-index, arn:...
     conditional: bool
     where: str
+    condition: str = ""  # the statement's Condition, as JSON ("" for none)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -524,9 +590,11 @@ def _resources(value: Any, conditional: bool) -> list[tuple[str, bool]]:
 
 
 def _is_checked(action: str) -> bool:
-    """Whether the action (or pattern) can grant a dynamodb action or a task-token action."""
+    """Whether the action (or pattern) can grant a store action (dynamodb, s3, ssm) or a
+    task-token action."""
     service = action.split(":", 1)[0] if ":" in action else action
-    return (fnmatch.fnmatchcase("dynamodb", service.lower()) or action.strip() == "*"
+    return (any(fnmatch.fnmatchcase(store, service.lower()) for store in ("dynamodb", "s3", "ssm"))
+            or action.strip() == "*"
             or any(fnmatch.fnmatchcase(known.lower(), action.lower()) for known in TASK_TOKEN_ACTIONS))
 
 
@@ -591,8 +659,9 @@ def grants(expanded: dict, function: str) -> tuple[list[Grant], list[str]]:
                 if "NotResource" in statement:
                     unreadable.append(f"{function}: {label}: NotResource for {actions}")
                     continue
+                condition = json.dumps(statement["Condition"], sort_keys=True) if statement.get("Condition") else ""
                 for resource, resource_conditional in _resources(statement.get("Resource", []), conditional):
-                    found += [Grant(action, resource, resource_conditional, label) for action in actions]
+                    found += [Grant(action, resource, resource_conditional, label, condition) for action in actions]
     return found, unreadable
 
 
@@ -601,13 +670,20 @@ def _covers(grant: Grant, need: Need) -> bool:
             and fnmatch.fnmatchcase(need.resource, grant.resource.replace("[", "[[]")))
 
 
-def _environment_table(template: dict, function: str) -> Any:
+def _environment(template: dict, function: str, name: str) -> Any:
     variables = (((template["Resources"][function].get("Properties", {}) or {}).get("Environment", {}) or {})
                  .get("Variables", {}) or {})
-    if TABLE_ENV in variables:
-        return variables[TABLE_ENV]
+    if name in variables:
+        return variables[name]
     return ((((template.get("Globals", {}) or {}).get("Function", {}) or {}).get("Environment", {}) or {})
-            .get("Variables", {}) or {}).get(TABLE_ENV)
+            .get("Variables", {}) or {}).get(name)
+
+
+def _names_the_table(template: dict, function: str) -> bool:
+    """The function's store is LockTable: LOCK_STORE_URL dynamodb://${LockTable} and/or
+    LOCK_TABLE_NAME !Ref LockTable, and neither names anything else."""
+    url, table = _environment(template, function, URL_ENV), _environment(template, function, TABLE_ENV)
+    return (url, table) != (None, None) and url in (None, TABLE_URL) and table in (None, {"Ref": TABLE})
 
 
 def problems(template: dict, sources: Sources, expanded: dict | None = None) -> list[Problem]:
@@ -619,9 +695,10 @@ def problems(template: dict, sources: Sources, expanded: dict | None = None) -> 
     indexes = {index.get("IndexName") for index in
                (template["Resources"].get(TABLE, {}).get("Properties", {}) or {}).get("GlobalSecondaryIndexes", [])}
     for function, function_needs in needed.items():
-        if _environment_table(template, function) != {"Ref": TABLE}:
-            found.append(("table", f"{function}: {TABLE_ENV} is not !Ref {TABLE}: the permissions checked here "
-                                   f"are on {TABLE}"))
+        if not _names_the_table(template, function):
+            found.append(("table", f"{function}: its store ({URL_ENV} {_environment(template, function, URL_ENV)!r}, "
+                                   f"{TABLE_ENV} {_environment(template, function, TABLE_ENV)!r}) is not "
+                                   f"{TABLE}: the permissions checked here are on {TABLE}"))
         for index in sorted({need.call.index for need in function_needs if need.call.index} - indexes):
             found.append(("table", f"{function} queries index {index!r}, which {TABLE} does not have"))
         function_grants, unreadable = grants(expanded, function)
@@ -645,6 +722,104 @@ def problems(template: dict, sources: Sources, expanded: dict | None = None) -> 
                                    f"{'DynamoStore::' + call.method if call.method else 'no DynamoStore method'} is "
                                    "reached by no function's entry points: dead code, or a store method no "
                                    "function is assigned (ENTRY_POINTS)"))
+    return found
+
+
+def store_calls(sources: Sources, store: str) -> tuple[dict[str, list[str]], list[str]]:
+    """The IAM actions the S3 or SSM store's code calls (action -> where), and the
+    operations this check cannot map. The code: every source file that uses the
+    store's SDK crate, up to its #[cfg(test)]."""
+    calls: dict[str, list[str]] = {}
+    unknown: list[str] = []
+    for path, text in sorted(sources.items()):
+        if not re.search(rf"\b{STORE_SDK[store]}\b", text):
+            continue
+        code = _code(text)
+        tests = code.find("#[cfg(test)]")
+        code = code[:tests] if tests >= 0 else code
+        for match in _CLIENT_CALL.finditer(code):
+            op, where = match.group(1), f"{Path(path).name}:{_line(code, match.start())}"
+            if op in NOT_OPERATIONS:
+                continue
+            if store == "s3" and op in S3_OPERATIONS:
+                calls.setdefault(S3_OPERATIONS[op], []).append(where)
+            elif store == "ssm" and op in SSM_OPERATIONS:
+                calls.setdefault("ssm:" + "".join(w.capitalize() for w in op.split("_")), []).append(where)
+            else:
+                unknown.append(f"client.{op}() ({where})")
+    return calls, unknown
+
+
+def store_problems(template: dict, sources: Sources, store: str, expanded: dict | None = None) -> list[Problem]:
+    """An S3 or SSM deployment's problems: each function's store grants exactly its
+    STORE_GRANTS, and the store's calls all granted and all needed."""
+    if expanded is None:
+        expanded = transform(template)
+    found: list[Problem] = []
+    granted_actions: set[str] = set()
+    for function, expected in STORE_GRANTS[store].items():
+        function_grants, unreadable = grants(expanded, function)
+        found += [("unreadable", message) for message in unreadable]
+        exact = {(action.lower(), resource, condition) for action, resource, condition in expected}
+        for grant in function_grants:
+            if (grant.action.lower(), grant.resource, grant.condition) not in exact:
+                found.append(("extra", f"{function} is allowed {grant.action} on {grant.resource}"
+                                       f"{' if ' + grant.condition if grant.condition else ''} ({grant.where}), "
+                                       f"which the {store} store does not need there (STORE_GRANTS)"))
+            else:
+                granted_actions.add(grant.action)
+        for action, resource, condition in sorted(expected):
+            matching = [g for g in function_grants
+                        if (g.action.lower(), g.resource, g.condition) == (action.lower(), resource, condition)]
+            if not any(not g.conditional for g in matching):
+                found.append(("missing", f"{function} is not allowed {action} on {resource}"
+                                         f"{' if ' + condition if condition else ''}"
+                                         + (f" but only under a condition ({matching[0].where})" if matching else "")))
+        reads = any(g.action == "s3:GetObject" and not g.conditional for g in function_grants)
+        lists = any(g.action == "s3:ListBucket" and g.resource == LOCK_BUCKET and not g.condition
+                    and not g.conditional for g in function_grants)
+        if reads and not lists:
+            found.append(("missing", f"{function} may read lock objects (s3:GetObject) but not s3:ListBucket on "
+                                     f"{LOCK_BUCKET} without a condition: S3 then answers a missing lock object "
+                                     "with AccessDenied, not NoSuchKey"))
+    calls, unknown = store_calls(sources, store)
+    found += [("unreadable", f"the {store} store's {call}: this check cannot map it to an IAM action "
+                             "(S3_OPERATIONS / SSM_OPERATIONS)") for call in unknown]
+    for action in sorted(set(calls) - granted_actions):
+        found.append(("missing", f"the {store} store calls {action} ({', '.join(calls[action])}), which no "
+                                 "lock function is allowed"))
+    if calls:
+        for action in sorted(granted_actions - set(calls)):
+            found.append(("extra", f"the lock functions are allowed {action}, which the {store} store's code "
+                                   "never calls"))
+    return found
+
+
+def stores(template: dict) -> list[str]:
+    parameter = (template.get("Parameters", {}) or {}).get(STORE_PARAMETER, {}) or {}
+    return [str(value) for value in parameter.get("AllowedValues", [])]
+
+
+def all_problems(template: dict, sources: Sources) -> list[Problem]:
+    """Every store's problems, each prefixed with its LockStore value."""
+    found: list[Problem] = []
+    values = stores(template)
+    if "dynamodb" not in values:
+        found.append(("store", f"{STORE_PARAMETER} does not allow dynamodb (or is missing): this check "
+                               "follows the DynamoDB store's code"))
+    for store in values:
+        label = f"[{STORE_PARAMETER}={store}] "
+        if store != "dynamodb" and store not in STORE_GRANTS:
+            found.append(("store", f"{label}a store this check does not know: add it to STORE_GRANTS"))
+            continue
+        try:
+            deployed = specialize(template, {STORE_PARAMETER: store})
+        except TemplateError as error:
+            found.append(("store", f"{label}{error}"))
+            continue
+        store_found = (problems(deployed, sources) if store == "dynamodb"
+                       else store_problems(deployed, sources, store))
+        found += [(rule, label + message) for rule, message in store_found]
     return found
 
 
@@ -736,12 +911,36 @@ def _apply(template: dict, sources: Sources, changes: list) -> tuple[dict, Sourc
 
 STORE_RS, PERMIT_WRITES_RS, PERMITS_RS = (f"{SRC}/{name}" for name in
                                           ("dynamodb_store.rs", "dynamodb_permit_writes.rs", "dynamodb_permits.rs"))
-ACQUIRE, RELEASE, SWEEP = "AcquireLockFunction", "ReleaseLockFunction", "ReleaseExecutionLocksFunction"
 INDEX_ARN = {"Fn::Sub": "${LockTable.Arn}/index/owner-index"}
 
 
-def self_test(template: dict, sources: Sources) -> int:
+def _store_statements(template: dict, function: str, condition: str) -> list:
+    """The statements of `function`'s policy under !If [condition, ...] (the raw template)."""
+    for policy in template["Resources"][function]["Properties"]["Policies"]:
+        branch = policy.get("Fn::If") if isinstance(policy, dict) else None
+        if branch and branch[0] == condition:
+            return branch[1]["Statement"]
+    raise AssertionError(f"self-test: no policy of {function} under {condition}; update the case")
+
+
+def _store_statement(function: str, condition: str, sid: str) -> Callable[[dict], dict]:
+    def find(template: dict) -> dict:
+        found = [s for s in _store_statements(template, function, condition) if s.get("Sid") == sid]
+        if len(found) != 1:
+            raise AssertionError(f"self-test: {len(found)} statements {sid} of {function}; update the case")
+        return found[0]
+    return find
+
+
+def _prepend(path: str, code: str) -> _Edit:
+    """`code` at the top of `path` (above any #[cfg(test)])."""
+    return _Edit(path, r"\A", code.replace("\\", "\\\\") + "\n")
+
+
+def self_test(raw: dict, sources: Sources) -> int:
     failures = 0
+    # The DynamoDB cases: the template as LockStore dynamodb (the default) deploys it.
+    template = specialize(raw, {STORE_PARAMETER: "dynamodb"})
 
     def expect(ok: bool, label: str, detail: Any = "") -> None:
         nonlocal failures
@@ -889,7 +1088,74 @@ def self_test(template: dict, sources: Sources) -> int:
         except (AssertionError, TemplateError) as error:
             expect(False, f"stops on {label}", error)
 
-    total = 1 + len(cases) + len(unreadable)
+    # Every store, on the template as written (all_problems specializes it per store).
+    shipped_all = all_problems(raw, sources)
+    expect(not shipped_all, "the shipped template, every store", shipped_all or "no problem")
+    s3_objects = _store_statement(ACQUIRE, "UseS3Store", "ReadAndWriteLockObjects")
+    sweep_list = _store_statement(SWEEP, "UseS3Store", "ListTheLockBucket")
+    s3_rs, ssm_rs = f"{SRC}/s3.rs", f"{SRC}/ssm.rs"
+    stores_cases: list[tuple[str, list, str, tuple[str, ...]]] = [
+        ("acquire's s3:PutObject removed", [lambda t: s3_objects(t).update(Action=["s3:GetObject"])],
+         "missing", ("LockStore=s3", ACQUIRE, "s3:PutObject")),
+        ("acquire's s3:ListBucket removed (missing objects read as AccessDenied)",
+         [lambda t: _store_statements(t, ACQUIRE, "UseS3Store").remove(
+             _store_statement(ACQUIRE, "UseS3Store", "ListTheLockBucket")(t))],
+         "missing", ("LockStore=s3", ACQUIRE, "AccessDenied")),
+        ("the sweep's s3:ListBucket only under an s3:prefix condition",
+         [lambda t: sweep_list(t).update(Condition={"StringLike": {"s3:prefix": "locks/.owners/*"}})],
+         "missing", ("LockStore=s3", SWEEP, "s3:ListBucket", "AccessDenied")),
+        ("release's objects the whole bucket",
+         [lambda t: _store_statement(RELEASE, "UseS3Store", "ReleaseLockObjects")(t).update(
+             Resource={"Fn::Sub": "arn:${AWS::Partition}:s3:::${LockBucket}/*"})],
+         "extra", ("LockStore=s3", RELEASE, "s3:DeleteObject", "${LockBucket}/*")),
+        ("s3:DeleteObject for acquire, which never deletes", [lambda t: s3_objects(t).update(
+            Action=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"])],
+         "extra", ("LockStore=s3", ACQUIRE, "s3:DeleteObject")),
+        ("a DynamoDB grant in the S3 store's policy", [lambda t: _store_statements(t, ACQUIRE, "UseS3Store").append(
+            {"Effect": "Allow", "Action": "dynamodb:GetItem",
+             "Resource": "arn:aws:dynamodb:us-east-1:123456789012:table/other"})],
+         "extra", ("LockStore=s3", ACQUIRE, "dynamodb:GetItem")),
+        ("SendTaskSuccess with the S3 store (no queue)", [lambda t: _store_statements(t, RELEASE, "UseS3Store").append(
+            {"Effect": "Allow", "Action": "states:SendTaskSuccess", "Resource": "*"})],
+         "extra", ("LockStore=s3", RELEASE, "states:SendTaskSuccess")),
+        ("ssm:DeleteParameter instead of DeleteParameters", [lambda t: _store_statement(
+            SWEEP, "UseSsmStore", "ReleaseLockParameters")(t).update(
+            Action=[a.replace("DeleteParameters", "DeleteParameter") for a in _store_statement(
+                SWEEP, "UseSsmStore", "ReleaseLockParameters")(t)["Action"]])],
+         "missing", ("LockStore=ssm", SWEEP, "ssm:DeleteParameters")),
+        ("acquire's SSM parameters of every stack", [lambda t: _store_statement(
+            ACQUIRE, "UseSsmStore", "ReadAndWriteLockParameters")(t).update(Resource={"Fn::Sub":
+            "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/*"})],
+         "extra", ("LockStore=ssm", ACQUIRE, "parameter/sfn-lock/*")),
+        ("an S3 grant with the DynamoDB store", [lambda t: _store_statements(t, RELEASE, "UseDynamoDbStore").append(
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::elsewhere/*"})],
+         "extra", ("LockStore=dynamodb", RELEASE, "s3:GetObject")),
+        ("an S3 call no function may make (s3.rs)", [_prepend(
+            s3_rs, "async fn stray(client: &aws_sdk_s3::Client) { let _ = client.delete_objects().send().await; }"),
+            lambda t: [_store_statement(f, "UseS3Store", "ReleaseLockObjects")(t).update(
+                Action=["s3:GetObject", "s3:PutObject"]) for f in (RELEASE, SWEEP)]],
+         "missing", ("LockStore=s3", "s3:DeleteObject", "no lock function")),
+        ("an S3 operation this check cannot map (s3.rs)", [_prepend(
+            s3_rs, "async fn stray(client: &aws_sdk_s3::Client) { let _ = client.copy_object().send().await; }")],
+         "unreadable", ("LockStore=s3", "client.copy_object()")),
+        ("an SSM call no function may make (ssm.rs)", [_prepend(
+            ssm_rs, "async fn stray(client: &aws_sdk_ssm::Client) { let _ = client.get_parameter_history().send().await; }")],
+         "missing", ("LockStore=ssm", "ssm:GetParameterHistory", "no lock function")),
+        ("ssm:GetParametersByPath for acquire, which lists nothing", [lambda t: _store_statement(
+            ACQUIRE, "UseSsmStore", "ReadAndWriteLockParameters")(t)["Action"].append("ssm:GetParametersByPath")],
+         "extra", ("LockStore=ssm", ACQUIRE, "ssm:GetParametersByPath")),
+    ]
+    for label, changes, rule, words in stores_cases:
+        try:
+            broken_template, broken_sources = _apply(raw, sources, changes)
+            found = [p for p in all_problems(broken_template, broken_sources) if p not in shipped_all]
+        except (SourceError, TemplateError, AssertionError, KeyError) as error:
+            expect(False, f"{rule} reports {label}", error)
+            continue
+        hits = [message for r, message in found if r == rule and all(word in message for word in words)]
+        expect(bool(hits), f"{rule} reports {label}", hits[0] if hits else f"not reported; found {found}")
+
+    total = 2 + len(cases) + len(unreadable) + len(stores_cases)
     print(f"function permissions self-test: {'all' if not failures else f'{failures} of'} {total} cases "
           f"{'as expected' if not failures else 'NOT as expected'}")
     return 1 if failures else 0
@@ -906,8 +1172,13 @@ def main() -> int:
     template = load(path)
     try:
         sources = read_sources(path.resolve().parent)
-        lines = report(template, sources)
-        found = problems(template, sources)
+        lines = report(specialize(template, {STORE_PARAMETER: "dynamodb"}), sources)
+        for store in STORE_GRANTS:
+            calls, _ = store_calls(sources, store)
+            lines.append(f"the {store} store's code ({STORE_SDK[store]}) calls "
+                         + (", ".join(f"{action} ({', '.join(sites)})" for action, sites in sorted(calls.items()))
+                            or "nothing this check found: only STORE_GRANTS is checked"))
+        found = all_problems(template, sources)
     except SourceError as error:
         print(f"function permissions: cannot read the code: {error}")
         return 1

@@ -30,6 +30,17 @@ Allowed, each for a reason AWS gives no way around:
 - `arn:...:states:REGION:ACCOUNT:execution:NAME:*` for states:DescribeExecution
   and states:StopExecution: what startExecution.sync needs on the executions it
   starts, whose names are chosen at run time; NAME must not be a wildcard.
+- `arn:...:s3:::<bucket>/<prefix>/*` for s3:GetObject, s3:PutObject and
+  s3:DeleteObject, where <bucket> is a bucket of this template (!Ref, never a
+  parameter) and <prefix> a fixed path: the S3 lock store (LockStore s3) names
+  its objects at run time (locks/<encoded lock name>, locks/.owners/<owner
+  hash>/<encoded lock name>); the bucket holds nothing else.
+- `arn:...:ssm:REGION:ACCOUNT:parameter/<path>/<stack name>/*` for
+  ssm:GetParameter, ssm:GetParameters, ssm:GetParametersByPath, ssm:PutParameter
+  and ssm:DeleteParameters, <path> a
+  fixed path and <stack name> ${AWS::StackName}: the SSM lock store (LockStore
+  ssm) names its parameters at run time, under the stack's own path
+  (/sfn-lock/<stack>/<encoded lock name>/<generation>, .../.owners/...).
 - AWSLambdaBasicExecutionRole, which SAM attaches to every function role it
   creates (CloudWatch Logs writes only).
 
@@ -64,6 +75,13 @@ LOG_DELIVERY_ACTIONS = frozenset(
 TASK_TOKEN_ACTIONS = frozenset({"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"})
 EXECUTION_ACTIONS = frozenset({"states:DescribeExecution", "states:StopExecution"})
 EXECUTION_ARN = re.compile(r"^arn:[^:*?]+:states:[^:*?]+:[^:*?]+:execution:[^:*?]+:\*$")
+# The lock stores' run-time names: objects under a fixed prefix of a bucket of this
+# template, parameters under a fixed path that ends in the stack's name.
+LOCK_OBJECT_ACTIONS = frozenset({"s3:GetObject", "s3:PutObject", "s3:DeleteObject"})
+LOCK_OBJECT_ARN = re.compile(r"^arn:[^:*?]+:s3:::<(?P<bucket>[A-Za-z0-9]+)>/[^*?]+/\*$")
+LOCK_PARAMETER_ACTIONS = frozenset({"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath",
+                                    "ssm:PutParameter", "ssm:DeleteParameters"})
+LOCK_PARAMETER_ARN = re.compile(r"^arn:[^:*?]+:ssm:[^:*?]+:[^:*?]+:parameter/(?:[^*?:]+/)?<StackName>/\*$")
 ALLOWED_MANAGED_POLICY = re.compile(r"^arn:[^:]+:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$")
 
 # Values a parameter used in a Resource must refuse.
@@ -238,6 +256,15 @@ class Checker:
                 if EXECUTION_ARN.match(candidate) and actions and set(actions) <= EXECUTION_ACTIONS:
                     self.allowed.append(f"{where}: {candidate} for {sorted(actions)}")
                     continue
+                bucket = LOCK_OBJECT_ARN.match(candidate)
+                if (bucket and actions and set(actions) <= LOCK_OBJECT_ACTIONS
+                        and (self.resources.get(bucket.group("bucket"), {}) or {}).get("Type") == "AWS::S3::Bucket"):
+                    self.allowed.append(f"{where}: {candidate} for {sorted(actions)} (lock objects under a fixed prefix)")
+                    continue
+                if LOCK_PARAMETER_ARN.match(candidate) and actions and set(actions) <= LOCK_PARAMETER_ACTIONS:
+                    self.allowed.append(f"{where}: {candidate} for {sorted(actions)} (lock parameters under the "
+                                        "stack's path)")
+                    continue
                 self.problems.append(f"{where}: wildcard Resource {candidate!r} for {sorted(actions)}")
 
     def check_document(self, document: Any, where: str) -> None:
@@ -325,6 +352,7 @@ def _template(resources: dict[str, Any], parameters: dict[str, Any] | None = Non
                 },
             },
             "Queue": {"Type": "AWS::SQS::Queue"},
+            "Bucket": {"Type": "AWS::S3::Bucket"},
             "Logs": {"Type": "AWS::Logs::LogGroup"},
             **resources,
         },
@@ -370,6 +398,29 @@ SELF_TEST_BAD = {
     "wildcard execution name": _function(
         [_statement("states:DescribeExecution", {"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:*:*"})]
     ),
+    "S3 objects of the whole bucket": _function(
+        [_statement("s3:GetObject", {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}/*"})]
+    ),
+    "S3 objects of any bucket": _function(
+        [_statement("s3:GetObject", {"Fn::Sub": "arn:${AWS::Partition}:s3:::*/locks/*"})]
+    ),
+    "S3 objects of a bucket named by a parameter": _function(
+        [_statement("s3:GetObject", {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Loose}/locks/*"})]
+    ),
+    "S3 lock objects for s3:PutObjectAcl": _function(
+        [_statement(["s3:PutObject", "s3:PutObjectAcl"], {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}/locks/*"})]
+    ),
+    "S3 prefix with a wildcard in it": _function(
+        [_statement("s3:GetObject", {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}/lo*/*"})]
+    ),
+    "SSM parameters of every stack": _function(
+        [_statement("ssm:PutParameter",
+                    {"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/*"})]
+    ),
+    "SSM lock parameters for ssm:LabelParameterVersion": _function(
+        [_statement("ssm:LabelParameterVersion", {"Fn::Sub":
+                    "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/${AWS::StackName}/*"})]
+    ),
     "Fn::If branch with '*'": _function(
         [_statement("dynamodb:UpdateItem", {"Fn::If": ["Always", TABLE_ARN, "*"]})]
     ),
@@ -397,6 +448,11 @@ SELF_TEST_GOOD = {
             _statement("states:SendTaskSuccess", "*"),
             _statement(["states:DescribeExecution", "states:StopExecution"], EXECUTIONS),
             _statement("states:StartExecution", {"Ref": "TargetArn"}),
+            _statement(["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                       {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}/locks/*"}),
+            _statement("s3:ListBucket", {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}"}),
+            _statement(["ssm:GetParametersByPath", "ssm:PutParameter", "ssm:DeleteParameters"], {"Fn::Sub":
+                       "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/${AWS::StackName}/*"}),
         ]
     )
 }

@@ -16,6 +16,11 @@
   lambda.rs) and the calls it makes are allowed: DescribeExecution (every end
   is confirmed), SendMessage on the cleanup queue (early events go back).
 
+All of this holds for every lock store (LockStore): each value LockStore allows
+is checked on the template as that value deploys it (cfn_template.specialize), with
+that store's calls (STORE_CALLS); the queued workflow is deployed, and swept, with
+the DynamoDB store only.
+
 Usage: sweep_wiring.py template.yaml | --self-test
 """
 
@@ -28,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cfn_template import load
+from cfn_template import TemplateError, load, specialize
 
 # The documented ABORTED example (Step Functions' EventBridge integration page).
 SAMPLE_EVENT = {
@@ -44,13 +49,26 @@ SAMPLE_EVENT = {
         "output": None, "outputDetails": None,
     },
 }
-ENV = {"LOCK_TABLE_NAME", "SWEPT_STATE_MACHINE_ARNS", "SWEEP_GRACE_SECONDS", "CLEANUP_QUEUE_URL",
+ENV = {"LOCK_STORE_URL", "SWEPT_STATE_MACHINE_ARNS", "SWEEP_GRACE_SECONDS", "CLEANUP_QUEUE_URL",
        "ATTACHED_STATE_MACHINE_ARN", "TARGET_STATE_MACHINE_ARN"}
-ACTIONS = {"dynamodb:Query", "dynamodb:UpdateItem", "states:DescribeExecution", "sqs:SendMessage"}
-# What each lock function's code calls (dynamodb.rs: update_item; the sweep adds
-# query, describe_execution and send_message, and stop_execution for the attach child).
-CALLS = {"AcquireLockFunction": {"dynamodb:UpdateItem"}, "ReleaseLockFunction": {"dynamodb:UpdateItem"},
-         "ReleaseExecutionLocksFunction": ACTIONS}
+# What the sweep calls beside its store: describe_execution and send_message (and
+# stop_execution for the attach child, under HasTargetStateMachine).
+SWEEP_ACTIONS = {"states:DescribeExecution", "sqs:SendMessage"}
+# What each lock function's store calls at least, per LockStore (function_permissions.py
+# holds the exact sets): dynamodb.rs's update_item, and the sweep's query of the owner
+# index; s3.rs's get_object and put_object, and the sweep's list_objects_v2;
+# ssm.rs's get_parameter and put_parameter, and the sweep's get_parameters_by_path.
+STORE_CALLS = {
+    "dynamodb": {"AcquireLockFunction": {"dynamodb:UpdateItem"}, "ReleaseLockFunction": {"dynamodb:UpdateItem"},
+                 "ReleaseExecutionLocksFunction": {"dynamodb:Query", "dynamodb:UpdateItem"}},
+    "s3": {"AcquireLockFunction": {"s3:GetObject", "s3:PutObject"},
+           "ReleaseLockFunction": {"s3:GetObject", "s3:PutObject"},
+           "ReleaseExecutionLocksFunction": {"s3:ListBucket", "s3:GetObject", "s3:PutObject"}},
+    "ssm": {"AcquireLockFunction": {"ssm:GetParameter", "ssm:PutParameter"},
+            "ReleaseLockFunction": {"ssm:GetParameter", "ssm:PutParameter"},
+            "ReleaseExecutionLocksFunction": {"ssm:GetParametersByPath", "ssm:GetParameter", "ssm:PutParameter"}},
+}
+STORE_PARAMETER = "LockStore"
 
 
 def unconditional_actions(function: dict[str, Any]) -> set[str]:
@@ -147,6 +165,26 @@ def swept_machines_problems(resources: dict[str, Any]) -> list[str]:
 
 
 def problems(template: dict[str, Any]) -> list[str]:
+    """Every problem, for each LockStore value, as that value deploys the template."""
+    stores = [str(v) for v in ((template.get("Parameters", {}) or {}).get(STORE_PARAMETER, {}) or {})
+              .get("AllowedValues", [])]
+    if not stores:
+        return [f"no {STORE_PARAMETER} parameter with AllowedValues"]
+    found = []
+    for store in stores:
+        if store not in STORE_CALLS:
+            found.append(f"{STORE_PARAMETER} allows {store!r}, whose calls this check does not know")
+            continue
+        try:
+            deployed = specialize(template, {STORE_PARAMETER: store})
+        except TemplateError as error:
+            found.append(f"[{STORE_PARAMETER}={store}] {error}")
+            continue
+        found += [f"[{STORE_PARAMETER}={store}] {problem}" for problem in store_problems(deployed, store)]
+    return found
+
+
+def store_problems(template: dict[str, Any], store: str) -> list[str]:
     found = []
     resources = template["Resources"]
     found += pattern_problems(resources["ExecutionEndedRule"]["Properties"]["EventPattern"])
@@ -171,9 +209,10 @@ def problems(template: dict[str, Any]) -> list[str]:
         for key in ("executionArn", "status"):
             if sent.get("detail", {}).get(key) != SAMPLE_EVENT["detail"][key]:
                 found.append(f"the transformed event's detail.{key} is not the event's")
-    for name, calls in CALLS.items():
-        missing_calls = calls - unconditional_actions(resources[name])
-        if missing_calls and name != "ReleaseExecutionLocksFunction":
+    calls = STORE_CALLS[store]
+    for name in ("AcquireLockFunction", "ReleaseLockFunction"):
+        missing_calls = calls[name] - unconditional_actions(resources[name])
+        if missing_calls:
             found.append(f"{name} may not call {sorted(missing_calls)}")
     function = resources["ReleaseExecutionLocksFunction"]["Properties"]
     missing = ENV - set(function["Environment"]["Variables"])
@@ -188,8 +227,9 @@ def problems(template: dict[str, Any]) -> list[str]:
             granted.update([actions] if isinstance(actions, str) else actions)
             if "dynamodb:Query" in actions and "index/owner-index" not in json.dumps(statement.get("Resource")):
                 found.append("the sweep's Query is not granted on the owner index it reads")
-    if ACTIONS - granted:
-        found.append(f"the sweep function may not call {sorted(ACTIONS - granted)}")
+    actions = calls["ReleaseExecutionLocksFunction"] | SWEEP_ACTIONS
+    if actions - granted:
+        found.append(f"the sweep function may not call {sorted(actions - granted)}")
     return found
 
 
@@ -200,11 +240,14 @@ def self_test(template: dict[str, Any]) -> int:
         return copied
 
     def drop_machine(expression: Any, machine: str = "SkipIfRunningStateMachine") -> Any:
-        # !Join ["", [Locked, !Sub ",${SkipIfRunningStateMachine}", ...]] without that !Sub.
+        # !Join ["", [Locked, !Sub ",${SkipIfRunningStateMachine}", ...]] without that !Sub
+        # (or the !If that holds it).
         parts = expression["Fn::Join"][1]
-        if {"Fn::Sub": f",${{{machine}}}"} not in parts:
-            raise AssertionError(f"self-test: {machine} is not in {parts}; update the case")
-        parts[:] = [part for part in parts if part != {"Fn::Sub": f",${{{machine}}}"}]
+        sub = {"Fn::Sub": f",${{{machine}}}"}
+        kept = [part for part in parts if part != sub and not (isinstance(part, dict) and sub in part.get("Fn::If", []))]
+        if len(kept) != len(parts) - 1:
+            raise AssertionError(f"self-test: {machine} is not in {parts} once; update the case")
+        parts[:] = kept
         return expression
 
     def drop_skip_if_running(expression: Any) -> Any:
@@ -213,9 +256,30 @@ def self_test(template: dict[str, Any]) -> int:
     def drop_queued(expression: Any) -> Any:
         return drop_machine(expression, "QueuedWorkflowStateMachine")
 
+    def document(r: dict[str, Any], function: str, condition: str | None) -> dict[str, Any]:
+        """The function's policy document under !If [condition, ...], or its one unconditional one."""
+        for policy in r[function]["Properties"]["Policies"]:
+            branch = policy.get("Fn::If")
+            if branch and branch[0] == condition:
+                return branch[1]
+            if not branch and condition is None:
+                return policy
+        raise AssertionError(f"self-test: no policy of {function} under {condition}; update the case")
+
+    def statements(r: dict[str, Any], function: str = "ReleaseExecutionLocksFunction",
+                   condition: str | None = "UseDynamoDbStore") -> list[Any]:
+        return document(r, function, condition)["Statement"]
+
     def describe_statement(r: dict[str, Any]) -> dict[str, Any]:
-        return next(s for s in r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"]
-                    if s.get("Sid") == "ConfirmTheExecutionEnded")
+        return next(s for s in statements(r, condition=None) if s.get("Sid") == "ConfirmTheExecutionEnded")
+
+    def drop_sid(function: str, condition: str, sid: str) -> Any:
+        def change(r: dict[str, Any]) -> None:
+            found = statements(r, function, condition)
+            if sum(s.get("Sid") == sid for s in found) != 1:
+                raise AssertionError(f"self-test: no one {sid} in {function} under {condition}; update the case")
+            found[:] = [s for s in found if s.get("Sid") != sid]
+        return change
 
     cases = {
         "skip-if-running missing from the rule": lambda r: drop_skip_if_running(
@@ -238,16 +302,27 @@ def self_test(template: dict[str, Any]) -> int:
         "a status missing from the rule": lambda r: r["ExecutionEndedRule"]["Properties"]["EventPattern"]["detail"]["status"].remove("SUCCEEDED"),
         "RUNNING in the rule": lambda r: r["ExecutionEndedRule"]["Properties"]["EventPattern"]["detail"]["status"].append("RUNNING"),
         "any source": lambda r: r["ExecutionEndedRule"]["Properties"]["EventPattern"].pop("source"),
-        "no Query on the index": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"].pop(0),
-        "Query on the table, not the index": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"][0].update(
+        "no Query on the index": drop_sid("ReleaseExecutionLocksFunction", "UseDynamoDbStore", "FindLocksByOwner"),
+        "Query on the table, not the index": lambda r: next(
+            s for s in statements(r) if s.get("Sid") == "FindLocksByOwner").update(
             Resource={"Fn::GetAtt": ["LockTable", "Arn"]}),
-        "acquire without UpdateItem": lambda r: r["AcquireLockFunction"]["Properties"]["Policies"][0]["Statement"][0].update(
+        "acquire without UpdateItem": lambda r: statements(r, "AcquireLockFunction")[0].update(
             Action="dynamodb:GetItem"),
-        "no DescribeExecution": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"].pop(
-            next(i for i, s in enumerate(r["ReleaseExecutionLocksFunction"]["Properties"]["Policies"][0]["Statement"])
-                 if s.get("Sid") == "ConfirmTheExecutionEnded")),
+        "no DescribeExecution": lambda r: statements(r, condition=None).remove(describe_statement(r)),
+        "the S3 sweep without ListBucket": drop_sid("ReleaseExecutionLocksFunction", "UseS3Store", "ListTheLockBucket"),
+        "the S3 release without its objects": drop_sid("ReleaseLockFunction", "UseS3Store", "ReleaseLockObjects"),
+        "the SSM acquire without its parameters": drop_sid("AcquireLockFunction", "UseSsmStore",
+                                                           "ReadAndWriteLockParameters"),
+        "the queued workflow deployed with every store, swept with DynamoDB only": lambda r: [
+            r[name].pop("Condition") for name in ("QueuedWorkflowStateMachine", "QueuedWorkflowLogGroup")],
+        "no LOCK_STORE_URL": lambda r: r["ReleaseExecutionLocksFunction"]["Properties"]["Environment"]["Variables"].pop(
+            "LOCK_STORE_URL"),
     }
     failures = 0
+    shipped = problems(template)
+    if shipped:
+        print(f"FAIL the shipped template: {shipped}")
+        failures += 1
     for name, change in cases.items():
         found = problems(broken(change))
         print(f"{'ok  ' if found else 'FAIL'} sweep-wiring rejects {name}: {found[:1]}")

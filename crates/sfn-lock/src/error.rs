@@ -229,6 +229,9 @@ where
                             | "ServiceUnavailable"
                             | "TransactionConflictException"
                             | "ReplicatedWriteConflictException"
+                            // S3's throttle, SSM's one-update-at-a-time conflict.
+                            | "SlowDown"
+                            | "TooManyUpdates"
                     )
                 )
         }

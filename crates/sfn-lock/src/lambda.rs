@@ -13,15 +13,16 @@ use serde_json::Value;
 use tracing::warn;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
+use crate::any_store::AnyStore;
 use crate::cleanup::{SweepReport, Sweeper};
 use crate::deadline::{budget, within_deadline};
-use crate::dynamodb::DynamoStore;
 use crate::error::LockError;
 use crate::executions::{SqsRequeue, StepFunctions};
 use crate::lock::{AcquireAnswer, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
 use crate::model::EpochMillis;
 use crate::queue::SfnWaker;
 use crate::request::LeaseSeconds;
+use crate::store_url::StoreUrl;
 use crate::sweep_policy::SweepPolicy;
 
 /// An invocation's payload. Reading it can never fail: JSON the parser
@@ -59,13 +60,13 @@ impl Payload {
 /// The lock as a Lambda function holds it: a locker, or the configuration error
 /// every invocation answers with (a function that cannot start would give
 /// Step Functions an init failure it cannot tell from a crash).
-pub type ConfiguredLocker = Result<Locker<DynamoStore>, LockError>;
+pub type ConfiguredLocker = Result<Locker<AnyStore>, LockError>;
 
 /// The function's settings, read from its environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// `LOCK_TABLE_NAME`, required.
-    pub table_name: String,
+    /// `LOCK_STORE_URL`, or `LOCK_TABLE_NAME` for a DynamoDB table: required.
+    pub store: StoreUrl,
     /// `DEFAULT_LEASE_SECONDS`, optional; defaults to 900.
     pub default_lease: LeaseSeconds,
 }
@@ -76,11 +77,7 @@ impl Config {
     }
 
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LockError> {
-        let table_name = lookup("LOCK_TABLE_NAME")
-            .filter(|name| !name.trim().is_empty())
-            .ok_or_else(|| {
-                LockError::invalid("LOCK_TABLE_NAME", "must be set to the lock table's name")
-            })?;
+        let store = StoreUrl::from_lookup(&lookup)?;
         let default_lease = match lookup("DEFAULT_LEASE_SECONDS") {
             None => LeaseSeconds::new("DEFAULT_LEASE_SECONDS", i64::from(DEFAULT_LEASE_SECONDS))?,
             Some(text) => {
@@ -94,7 +91,7 @@ impl Config {
             }
         };
         Ok(Config {
-            table_name,
+            store,
             default_lease,
         })
     }
@@ -126,9 +123,20 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 pub async fn locker_from_env() -> ConfiguredLocker {
     let config = Config::from_env().inspect_err(log_misconfiguration)?;
     let sdk = sdk_config().await;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name)
-        .with_waker(Arc::new(SfnWaker::new(waker_client(&sdk))));
+    let store = store_with_waker(&config.store, &sdk);
+    tracing::debug!(store = %config.store, "lock store");
     Ok(Locker::new(store, config.default_lease))
+}
+
+/// The configured store; a DynamoDB store also hands off to queued waiters,
+/// waking them through Step Functions.
+fn store_with_waker(url: &StoreUrl, sdk: &aws_config::SdkConfig) -> AnyStore {
+    match AnyStore::from_url(url, sdk) {
+        AnyStore::DynamoDb(store) => {
+            AnyStore::DynamoDb(store.with_waker(Arc::new(SfnWaker::new(waker_client(sdk)))))
+        }
+        other => other,
+    }
 }
 
 /// The Step Functions client that wakes queued waiters: no SDK retries;
@@ -175,10 +183,10 @@ fn log_misconfiguration(error: &LockError) {
 }
 
 /// The sweep as the cleanup function holds it, or its configuration error.
-pub type ConfiguredSweeper = Result<Sweeper<DynamoStore, StepFunctions, SqsRequeue>, LockError>;
+pub type ConfiguredSweeper = Result<Sweeper<AnyStore, StepFunctions, SqsRequeue>, LockError>;
 
 /// Reads the configuration and builds the clients once, at cold start:
-/// `LOCK_TABLE_NAME`, the [`SweepPolicy`] variables, and `CLEANUP_QUEUE_URL`
+/// the store (`LOCK_STORE_URL`), the [`SweepPolicy`] variables, and `CLEANUP_QUEUE_URL`
 /// (where an event that came too early goes back to, with a delay).
 pub async fn sweeper_from_env() -> ConfiguredSweeper {
     let lookup = |name: &str| std::env::var(name).ok();
@@ -189,8 +197,7 @@ pub async fn sweeper_from_env() -> ConfiguredSweeper {
         .filter(|url| !url.trim().is_empty())
         .map(|url| SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), url));
     Ok(Sweeper {
-        store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), config.table_name)
-            .with_waker(Arc::new(SfnWaker::new(waker_client(&sdk)))),
+        store: store_with_waker(&config.store, &sdk),
         executions: StepFunctions::new(aws_sdk_sfn::Client::new(&sdk)),
         requeue,
         policy,
@@ -285,9 +292,9 @@ mod tests {
     }
 
     #[test]
-    fn table_name_is_required_and_lease_defaults_to_900() {
+    fn the_store_is_required_and_lease_defaults_to_900() {
         assert!(
-            matches!(config(&[]), Err(LockError::InvalidRequest { field, .. }) if field == "LOCK_TABLE_NAME")
+            matches!(config(&[]), Err(LockError::InvalidRequest { field, .. }) if field == "LOCK_STORE_URL")
         );
         let ok = config(&[("LOCK_TABLE_NAME", "locks")]).unwrap();
         assert_eq!(ok.default_lease.get(), 900);

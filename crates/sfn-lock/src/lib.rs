@@ -21,8 +21,11 @@
 //! `DESIGN.md` at the repository root gives the table, each operation's exact
 //! condition, and the edge cases.
 
+pub mod any_store;
 pub mod cleanup;
 mod deadline;
+pub mod document;
+pub mod document_store;
 pub mod dynamodb;
 mod dynamodb_handoff;
 mod dynamodb_item;
@@ -38,9 +41,15 @@ mod lock;
 mod model;
 pub mod queue;
 mod request;
+pub mod s3;
+pub mod ssm;
+mod ssm_generations;
 mod store;
+pub mod store_names;
+pub mod store_url;
 pub mod sweep_policy;
 
+pub use any_store::AnyStore;
 pub use dynamodb::DynamoStore;
 pub use error::{LockError, StoreError};
 pub use lock::{
@@ -52,4 +61,7 @@ pub use model::{
 };
 pub use queue::{SfnWaker, TaskToken, Wake, WakeOutcome};
 pub use request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, MAX_LIMIT};
+pub use s3::S3Store;
+pub use ssm::SsmStore;
 pub use store::LockStore;
+pub use store_url::StoreUrl;

@@ -124,7 +124,7 @@ async fn running_out_of_the_function_s_time_inside_the_bound_keeps_waiting() {
         }
     });
     let locker: ConfiguredLocker = Ok(Locker::new(
-        store_via(&silent).await,
+        sfn_lock::AnyStore::DynamoDb(store_via(&silent).await),
         LeaseSeconds::new("leaseSeconds", 3600).unwrap(),
     ));
     let now = EpochMillis::now();

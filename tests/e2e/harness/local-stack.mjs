@@ -6,6 +6,7 @@
 import { DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 
 import { REGION, uniqueLockName } from './definitions.mjs';
+import { readDocumentLock } from './document-locks.mjs';
 
 /** Where the stack is; set by scripts/local-stack.sh. */
 export function stackEnv() {
@@ -24,6 +25,7 @@ export function stackEnv() {
     table: process.env.SFN_LOCK_TABLE,
     dynamodbPid: process.env.SFN_LOCK_DYNAMODB_PID ? Number(process.env.SFN_LOCK_DYNAMODB_PID) : undefined,
     sfnEndpoint: process.env.SFN_LOCK_SFN_ENDPOINT,
+    storeUrl: process.env.SFN_LOCK_STORE_URL ?? `dynamodb://${process.env.SFN_LOCK_TABLE}`,
   };
 }
 
@@ -130,6 +132,8 @@ function dynamodbClient() {
  * counter) without `owner`, so `held` is decided by `owner`, not by the item's presence.
  */
 export async function readLock(lockName) {
+  const { storeUrl } = stackEnv();
+  if (!storeUrl.startsWith('dynamodb://')) return readDocumentLock(storeUrl, lockName);
   const { Item: item } = await dynamodbClient().send(
     new GetItemCommand({
       TableName: stackEnv().table,

@@ -6,6 +6,10 @@ pub mod lossy_proxy;
 
 pub mod sfn;
 
+pub mod s3_faults;
+
+pub mod stores;
+
 pub mod tokens;
 
 use std::collections::BTreeMap;
@@ -21,7 +25,7 @@ use serde_json::Value;
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::DynamoStore;
 
-fn required_env(name: &str) -> String {
+pub fn required_env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!(
             "{name} is not set: these tests need the local stack. Run `make test`, or \

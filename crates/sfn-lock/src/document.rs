@@ -1,0 +1,215 @@
+//! A lock as one small JSON document, for the stores whose only atomic step is
+//! "write this whole document if the stored one is still the one I read" (S3's
+//! `If-Match`, SSM's next generation created with `Overwrite=false`). This file
+//! decides, from the document read, what to write and what to answer; it
+//! reads and writes nothing itself, so every rule here is tested without a store.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dynamodb::token_base;
+use crate::model::{
+    AcquireOutcome, Contention, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome,
+};
+use crate::request::{LeaseSeconds, Limit};
+use crate::store_names::owner_hash;
+
+/// Release records kept for answering a retried release exactly: a retry
+/// comes within seconds, long before eight more releases of one lock.
+pub const RELEASE_RECORDS: usize = 8;
+
+/// The lock's whole state. Field names are the stored format: change them
+/// only with a new `format`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockDoc {
+    pub format: u32,
+    /// The last fencing token granted; every grant takes the next.
+    pub fencing_token: u64,
+    pub holders: Vec<DocHolder>,
+    /// The newest last.
+    pub releases: Vec<DocRelease>,
+    /// When this version was written (SSM keeps old generations by it).
+    pub updated_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DocHolder {
+    pub owner: String,
+    pub acquired_at: i64,
+    pub expires_at: i64,
+    pub fencing_token: u64,
+    /// The limit it was granted under: a holder with limit 1 holds a mutex,
+    /// which admits nobody beside it.
+    pub limit: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DocRelease {
+    /// [`owner_hash`] of who released: a record must stay small (SSM values
+    /// hold 4 KB) and is only ever compared with a caller.
+    pub owner_hash: String,
+    pub fencing_token: u64,
+    pub release_id: String,
+}
+
+/// What an acquire does with the document it read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AcquireStep {
+    /// Write the new document; if that write wins, answer the outcome.
+    Write(LockDoc, AcquireOutcome),
+    /// Nothing to write: others hold every permit.
+    Held(Contention),
+}
+
+/// What a release does with the document it read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReleaseStep {
+    /// Write the document without the caller's grant, then answer `released`.
+    Write(LockDoc),
+    /// Nothing to write; the answer is decided.
+    Answer(ReleaseOutcome),
+}
+
+fn live(holder: &DocHolder, now: EpochMillis) -> bool {
+    holder.expires_at >= now.0
+}
+
+fn lease_of(lock_name: &LockName, owner: &Owner, holder: &DocHolder) -> Lease {
+    Lease {
+        lock_name: lock_name.clone(),
+        owner: owner.clone(),
+        fencing_token: holder.fencing_token,
+        acquired_at: EpochMillis(holder.acquired_at),
+        expires_at: EpochMillis(holder.expires_at),
+    }
+}
+
+/// Who released last, as [`Holder::follows_release_by`] compares it: the
+/// caller's own name if the record is the caller's, else the record's hash.
+fn last_release(doc: &LockDoc, owner: &Owner) -> Option<(String, u64)> {
+    doc.releases.last().map(|r| {
+        let by = match r.owner_hash == owner_hash(owner.as_str()) {
+            true => owner.as_str().to_string(),
+            false => format!("sha256:{}", r.owner_hash),
+        };
+        (by, r.fencing_token)
+    })
+}
+
+/// Grant (free permit, or the caller's own lease ran out), renew (the
+/// caller's live lease; the token stays), or report the live holders.
+pub fn decide_acquire(
+    doc: Option<&LockDoc>,
+    (lock_name, owner): (&LockName, &Owner),
+    lease: LeaseSeconds,
+    limit: Limit,
+    now: EpochMillis,
+) -> AcquireStep {
+    let mut next = doc.cloned().unwrap_or_default();
+    next.format = 1;
+    next.updated_at = now.0;
+    let expires_at = now.plus_seconds(lease.get()).0;
+    let mine = next.holders.iter().position(|h| h.owner == owner.as_str());
+    if let Some(index) = mine.filter(|&index| live(&next.holders[index], now)) {
+        let holder = &mut next.holders[index];
+        holder.expires_at = expires_at;
+        let lease = lease_of(lock_name, owner, holder);
+        return AcquireStep::Write(next, AcquireOutcome::Renewed(lease));
+    }
+    let mut others: Vec<&DocHolder> = next
+        .holders
+        .iter()
+        .filter(|h| h.owner != owner.as_str() && live(h, now))
+        .collect();
+    // A mutex holder admits nobody beside it; otherwise the caller's limit counts.
+    if others.len() >= limit.get() as usize || others.iter().any(|h| h.limit == 1) {
+        others.sort_by_key(|h| h.expires_at);
+        let last_release = last_release(&next, owner);
+        let holders = others
+            .iter()
+            .map(|h| Holder {
+                owner: h.owner.clone(),
+                fencing_token: h.fencing_token,
+                expires_at: EpochMillis(h.expires_at),
+                last_release: last_release.clone(),
+            })
+            .collect();
+        return AcquireStep::Held(Contention {
+            limit: limit.get(),
+            holders,
+        });
+    }
+    // Expired holders (the caller's own included) lose their permits now.
+    next.holders
+        .retain(|h| live(h, now) && h.owner != owner.as_str());
+    // A new document counts on from the grant time in microseconds, so a
+    // deleted one's successor still issues higher tokens (DESIGN.md).
+    let base = if doc.is_some() {
+        next.fencing_token
+    } else {
+        u64::try_from(token_base(now)).unwrap_or(0)
+    };
+    next.fencing_token = base.max(next.fencing_token) + 1;
+    let holder = DocHolder {
+        owner: owner.as_str().to_string(),
+        acquired_at: now.0,
+        expires_at,
+        fencing_token: next.fencing_token,
+        limit: limit.get(),
+    };
+    let lease = lease_of(lock_name, owner, &holder);
+    next.holders.push(holder);
+    AcquireStep::Write(next, AcquireOutcome::Granted(lease))
+}
+
+/// Frees the caller's grant if it holds one (made at or before
+/// `granted_before`, for the sweep); the answer follows the DynamoDB store's
+/// table in DESIGN.md ("A release whose answer was lost").
+pub fn decide_release(
+    doc: Option<&LockDoc>,
+    owner: &Owner,
+    release_id: &str,
+    granted_before: Option<EpochMillis>,
+    now: EpochMillis,
+) -> ReleaseStep {
+    let Some(doc) = doc else {
+        return ReleaseStep::Answer(ReleaseOutcome::NotHeld);
+    };
+    let caller_hash = owner_hash(owner.as_str());
+    let last_release = last_release(doc, owner);
+    let holder_of = |h: &DocHolder| Holder {
+        owner: h.owner.clone(),
+        fencing_token: h.fencing_token,
+        expires_at: EpochMillis(h.expires_at),
+        last_release: last_release.clone(),
+    };
+    if let Some(mine) = doc.holders.iter().find(|h| h.owner == owner.as_str()) {
+        // The sweep's guard: a later grant of the same owner stays.
+        if granted_before.is_some_and(|before| mine.acquired_at > before.0) {
+            return ReleaseStep::Answer(ReleaseOutcome::HeldByOther(holder_of(mine)));
+        }
+        let mut next = doc.clone();
+        next.updated_at = now.0;
+        next.holders.retain(|h| h.owner != owner.as_str());
+        next.releases.push(DocRelease {
+            owner_hash: caller_hash,
+            fencing_token: mine.fencing_token,
+            release_id: release_id.to_string(),
+        });
+        let surplus = next.releases.len().saturating_sub(RELEASE_RECORDS);
+        next.releases.drain(..surplus);
+        return ReleaseStep::Write(next);
+    }
+    // An earlier attempt of this very call landed and its answer was lost.
+    if doc.releases.iter().any(|r| r.release_id == release_id) {
+        return ReleaseStep::Answer(ReleaseOutcome::Released);
+    }
+    // A mutex taken over names its holder; a semaphore's other permits do not
+    // concern the caller.
+    match doc.holders.iter().find(|h| h.limit == 1) {
+        Some(holder) => ReleaseStep::Answer(ReleaseOutcome::HeldByOther(holder_of(holder))),
+        None => ReleaseStep::Answer(ReleaseOutcome::NotHeld),
+    }
+}

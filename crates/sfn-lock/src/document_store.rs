@@ -1,0 +1,196 @@
+//! [`LockStore`] for stores that keep a lock as one document and can replace
+//! it only if it is still the version read ([`Documents`]: S3, SSM). Each
+//! call reads the document, decides (`document.rs`), and writes it back
+//! conditionally; a write that lost to another decides afresh from a new read.
+
+use std::future::Future;
+
+use tracing::debug;
+
+use crate::document::{decide_acquire, decide_release, AcquireStep, LockDoc, ReleaseStep};
+use crate::dynamodb_item::release_id;
+use crate::error::StoreError;
+use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
+use crate::request::{LeaseSeconds, Limit};
+use crate::store::LockStore;
+
+/// Rounds one call may lose to other writers before it answers
+/// `LockStoreUnavailable` (a caller within its wait bound tries again). A lost
+/// round means another writer's decision landed: usually the next read answers.
+pub const MAX_ROUNDS: usize = 8;
+
+/// One lock document per name, replaced only conditionally.
+pub trait Documents: Send + Sync {
+    /// What a conditional write compares: S3's ETag, SSM's generation.
+    type Version: Send + Sync;
+
+    /// Refuses a name this store cannot hold (too long once encoded), with
+    /// the rule; nothing is read or written.
+    fn check_name(&self, lock_name: &LockName) -> Result<(), StoreError>;
+
+    /// The lock's newest document and its version; `None` if it has none.
+    /// An answer given without a write (contention, `not_held`) rests on
+    /// this read alone, so it must be the newest version the store knows of
+    /// when it was made; a write's condition is the arbiter of every change.
+    fn read(
+        &self,
+        lock_name: &LockName,
+    ) -> impl Future<Output = Result<Option<(Self::Version, LockDoc)>, StoreError>> + Send;
+
+    /// Writes `doc` if the lock's document is still version `read` (`None`:
+    /// still absent). `Ok(false)`: another write came first, nothing written.
+    fn write(
+        &self,
+        lock_name: &LockName,
+        read: Option<&Self::Version>,
+        doc: &LockDoc,
+        now: EpochMillis,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Records that `owner` may hold the lock, before the grant is written,
+    /// so that the sweep finds it ([`Documents::marked`]). Idempotent.
+    fn mark(
+        &self,
+        owner: &Owner,
+        lock_name: &LockName,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Removes the record of [`Documents::mark`]; absent is fine.
+    fn unmark(
+        &self,
+        owner: &Owner,
+        lock_name: &LockName,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The locks marked for `owner`.
+    fn marked(
+        &self,
+        owner: &Owner,
+    ) -> impl Future<Output = Result<Vec<LockName>, StoreError>> + Send;
+}
+
+/// The lock contract on any [`Documents`].
+#[derive(Clone, Debug)]
+pub struct DocumentStore<D> {
+    pub documents: D,
+}
+
+impl<D: Documents> DocumentStore<D> {
+    pub fn new(documents: D) -> Self {
+        DocumentStore { documents }
+    }
+
+    async fn release_any(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        granted_before: Option<EpochMillis>,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        self.documents.check_name(lock_name)?;
+        // One id per call: a write whose answer was lost is found by it.
+        let release_id = release_id();
+        for round in 1..=MAX_ROUNDS {
+            let read = self.documents.read(lock_name).await?;
+            let (version, doc) = split(&read);
+            let outcome = match decide_release(doc, owner, &release_id, granted_before, now) {
+                ReleaseStep::Answer(outcome) => outcome,
+                ReleaseStep::Write(next) => {
+                    if !self.documents.write(lock_name, version, &next, now).await? {
+                        debug!(
+                            lock_name = lock_name.as_str(),
+                            round, "release lost a round to another writer"
+                        );
+                        continue;
+                    }
+                    ReleaseOutcome::Released
+                }
+            };
+            // The owner holds this lock no longer (unless a later grant of its
+            // own stays): its marker goes, so the sweep need not look again.
+            let still_holds =
+                matches!(&outcome, ReleaseOutcome::HeldByOther(h) if h.owner == owner.as_str());
+            if !still_holds {
+                self.documents.unmark(owner, lock_name).await?;
+            }
+            return Ok(outcome);
+        }
+        Err(lost_rounds(lock_name, "release"))
+    }
+}
+
+fn split<V>(read: &Option<(V, LockDoc)>) -> (Option<&V>, Option<&LockDoc>) {
+    match read {
+        Some((version, doc)) => (Some(version), Some(doc)),
+        None => (None, None),
+    }
+}
+
+fn lost_rounds(lock_name: &LockName, call: &str) -> StoreError {
+    StoreError::Unavailable(format!(
+        "lock {lock_name:?} changed {MAX_ROUNDS} times during one {call}"
+    ))
+}
+
+impl<D: Documents> LockStore for DocumentStore<D> {
+    async fn acquire_with_limit(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        lease: LeaseSeconds,
+        limit: Limit,
+        now: EpochMillis,
+    ) -> Result<AcquireOutcome, StoreError> {
+        self.documents.check_name(lock_name)?;
+        let mut marked = false;
+        for round in 1..=MAX_ROUNDS {
+            let read = self.documents.read(lock_name).await?;
+            let (version, doc) = split(&read);
+            match decide_acquire(doc, (lock_name, owner), lease, limit, now) {
+                AcquireStep::Held(contention) => return Ok(AcquireOutcome::Held(contention)),
+                AcquireStep::Write(next, outcome) => {
+                    // The marker before the grant: no grant is ever unmarked.
+                    if matches!(outcome, AcquireOutcome::Granted(_)) && !marked {
+                        self.documents.mark(owner, lock_name).await?;
+                        marked = true;
+                    }
+                    if self.documents.write(lock_name, version, &next, now).await? {
+                        return Ok(outcome);
+                    }
+                    debug!(
+                        lock_name = lock_name.as_str(),
+                        owner = owner.as_str(),
+                        round,
+                        "acquire lost a round to another writer; deciding again"
+                    );
+                }
+            }
+        }
+        Err(lost_rounds(lock_name, "acquire"))
+    }
+
+    async fn release_with_limit(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        _limit: Limit,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        self.release_any(lock_name, owner, None, now).await
+    }
+
+    async fn release_granted_before(
+        &self,
+        lock_name: &LockName,
+        owner: &Owner,
+        granted_before: EpochMillis,
+        now: EpochMillis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        self.release_any(lock_name, owner, Some(granted_before), now)
+            .await
+    }
+
+    async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
+        self.documents.marked(owner).await
+    }
+}

@@ -1,0 +1,128 @@
+//! An HTTP proxy in front of the local S3 (moto) that answers chosen
+//! conditional writes with an error instead of forwarding them: moto never
+//! answers `409 ConditionalRequestConflict`, which S3 does when two
+//! conditional writes to one key overlap, and a `404 NoSuchKey` for `If-Match`
+//! needs the object deleted between a read and a write. Every other request
+//! passes through. One request per connection: the proxy asks the server to
+//! close after its answer, and closes the caller's connection after it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Answers still to inject, as (HTTP status, S3 error code), and how many were.
+#[derive(Clone, Default)]
+pub struct Faults {
+    pending: Arc<Mutex<VecDeque<(u16, &'static str)>>>,
+    injected: Arc<Mutex<Vec<String>>>,
+}
+
+impl Faults {
+    /// The request lines of the requests answered with a fault.
+    pub fn injected(&self) -> Vec<String> {
+        self.injected.lock().unwrap().clone()
+    }
+}
+
+/// Starts the proxy; the next conditional `PutObject`s (those with
+/// `If-Match` or `If-None-Match`), one per fault, get `faults` in order.
+pub async fn s3_fault_proxy(faults: &[(u16, &'static str)]) -> (String, Faults) {
+    let upstream = std::env::var("AWS_ENDPOINT_URL_S3")
+        .expect("AWS_ENDPOINT_URL_S3: run under scripts/local-stack.sh")
+        .trim_start_matches("http://")
+        .to_owned();
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a local port");
+    let url = format!("http://{}", listener.local_addr().expect("local address"));
+    let state = Faults::default();
+    state.pending.lock().unwrap().extend(faults.iter().copied());
+    let shared = state.clone();
+    tokio::spawn(async move {
+        while let Ok((caller, _)) = listener.accept().await {
+            let (upstream, state) = (upstream.clone(), shared.clone());
+            tokio::spawn(async move { serve(caller, &upstream, &state).await });
+        }
+    });
+    (url, state)
+}
+
+async fn serve(mut caller: TcpStream, upstream: &str, state: &Faults) {
+    let Some((head, body)) = read_request(&mut caller).await else {
+        return;
+    };
+    let lower = head.to_ascii_lowercase();
+    let conditional = lower.starts_with("put ")
+        && (lower.contains("\r\nif-match:") || lower.contains("\r\nif-none-match:"));
+    let fault = match conditional {
+        true => state.pending.lock().unwrap().pop_front(),
+        false => None,
+    };
+    if let Some((status, code)) = fault {
+        let line = head.lines().next().unwrap_or_default().to_string();
+        state.injected.lock().unwrap().push(line);
+        let xml = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code>\
+             <Message>injected by the test proxy</Message></Error>"
+        );
+        let answer = format!(
+            "HTTP/1.1 {status} Injected\r\nContent-Type: application/xml\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{xml}",
+            xml.len()
+        );
+        let _ = caller.write_all(answer.as_bytes()).await;
+        return;
+    }
+    let Ok(mut server) = TcpStream::connect(upstream).await else {
+        return;
+    };
+    // One request per connection, so that the next one is inspected too.
+    let head = head.replacen("\r\n", "\r\nConnection: close\r\n", 1);
+    if server.write_all(head.as_bytes()).await.is_err() || server.write_all(&body).await.is_err() {
+        return;
+    }
+    let mut answer = Vec::new();
+    let _ = server.read_to_end(&mut answer).await;
+    let _ = caller.write_all(&answer).await;
+}
+
+/// The request's head (through the blank line) and its body (by Content-Length).
+async fn read_request(caller: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut bytes = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    let head_end = loop {
+        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        let n = caller.read(&mut chunk).await.ok().filter(|&n| n > 0)?;
+        bytes.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8(bytes[..head_end].to_vec()).ok()?;
+    // Drop the caller's own Connection header: the proxy sets it.
+    let head: String = head
+        .split_inclusive("\r\n")
+        .filter(|line| !line.to_ascii_lowercase().starts_with("connection:"))
+        .collect();
+    let length = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    assert!(
+        !head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "the proxy reads bodies by Content-Length only"
+    );
+    let mut body = bytes[head_end..].to_vec();
+    while body.len() < length {
+        let n = caller.read(&mut chunk).await.ok().filter(|&n| n > 0)?;
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, body))
+}

@@ -1,0 +1,357 @@
+//! What only the document stores (S3, SSM) must show: names they cannot hold
+//! are refused, a write from a stale read changes nothing, S3's 409 and 404
+//! answers are retried from a fresh read, SSM deletes old generations behind,
+//! and neither keeps a queue. Against the local server (moto).
+
+mod common;
+
+use common::s3_faults::s3_fault_proxy;
+use common::stores::{bucket, counted, store, S3_PREFIX, SSM_PATH};
+use common::unique;
+use sfn_lock::any_store::s3_client;
+use sfn_lock::document_store::Documents;
+use sfn_lock::lambda::sdk_config;
+use sfn_lock::ssm::KEEP_SUPERSEDED_MILLIS;
+use sfn_lock::{
+    AcquireOutcome, AnyStore, EpochMillis, LeaseSeconds, Limit, LockError, LockName, LockStore,
+    Owner, S3Store, StoreError, TaskToken,
+};
+
+fn lease() -> LeaseSeconds {
+    LeaseSeconds::new("leaseSeconds", 60).unwrap()
+}
+
+fn owner(name: &str) -> Owner {
+    Owner::new(name).unwrap()
+}
+
+fn refused_field(result: Result<AcquireOutcome, StoreError>) -> String {
+    match result {
+        Err(StoreError::Refused { field, rule }) => {
+            // The same error the functions answer: InvalidLockRequest naming the field.
+            let error = LockError::from(StoreError::Refused {
+                field: field.clone(),
+                rule,
+            });
+            assert_eq!(error.error_type(), "InvalidLockRequest");
+            field
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_name_too_long_once_encoded_is_refused_and_nothing_is_written() {
+    // 1024 bytes is a valid lock name; escaped, `/` takes three characters.
+    let name = LockName::new("/".repeat(1024)).unwrap();
+    for kind in ["s3", "ssm"] {
+        let (store, requests) = counted(kind).await;
+        let me = Owner::new(unique("arn:long")).unwrap();
+        let result = store.acquire(&name, &me, lease(), EpochMillis::now()).await;
+        assert_eq!(refused_field(result), "lockName", "{kind}");
+        assert_eq!(requests.take(), 0, "{kind}: refused before any request");
+        let released = store.release(&name, &me, EpochMillis::now()).await;
+        assert!(
+            matches!(released, Err(StoreError::Refused { .. })),
+            "{kind}"
+        );
+    }
+    // DynamoDB holds any name the contract accepts.
+    let dynamodb = store("dynamodb").await;
+    let granted = dynamodb
+        .acquire(&name, &owner("arn:long"), lease(), EpochMillis::now())
+        .await;
+    assert!(matches!(granted, Ok(AcquireOutcome::Granted(_))));
+    dynamodb
+        .release(&name, &owner("arn:long"), EpochMillis::now())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn stores_without_a_queue_refuse_a_task_token() {
+    let token = TaskToken::new("token-1").unwrap();
+    for kind in ["s3", "ssm"] {
+        let store = store(kind).await;
+        let name = LockName::new(unique("queue")).unwrap();
+        let result = store
+            .acquire_or_queue(
+                &name,
+                &owner("arn:q"),
+                lease(),
+                Limit::ONE,
+                &token,
+                EpochMillis::now(),
+            )
+            .await;
+        assert_eq!(refused_field(result), "taskToken", "{kind}");
+    }
+}
+
+/// Two writers read the same version; only the first write lands.
+async fn second_write_from_one_read_loses<D: Documents>(documents: &D) {
+    let name = LockName::new(unique("stale")).unwrap();
+    let now = EpochMillis::now();
+    let doc = sfn_lock::document::LockDoc {
+        fencing_token: 7,
+        updated_at: now.0,
+        ..Default::default()
+    };
+    assert!(documents.write(&name, None, &doc, now).await.unwrap());
+    assert!(
+        !documents.write(&name, None, &doc, now).await.unwrap(),
+        "create twice"
+    );
+    let (version, read) = documents.read(&name).await.unwrap().expect("written");
+    assert_eq!(read, doc);
+    let first = sfn_lock::document::LockDoc {
+        fencing_token: 8,
+        ..doc.clone()
+    };
+    let second = sfn_lock::document::LockDoc {
+        fencing_token: 9,
+        ..doc.clone()
+    };
+    assert!(documents
+        .write(&name, Some(&version), &first, now)
+        .await
+        .unwrap());
+    assert!(!documents
+        .write(&name, Some(&version), &second, now)
+        .await
+        .unwrap());
+    let (_, read) = documents.read(&name).await.unwrap().expect("written");
+    assert_eq!(read.fencing_token, 8, "the stale writer changed nothing");
+}
+
+#[tokio::test]
+async fn a_write_from_a_stale_read_changes_nothing() {
+    match store("s3").await {
+        AnyStore::S3(store) => second_write_from_one_read_loses(&store.documents).await,
+        _ => unreachable!(),
+    }
+    match store("ssm").await {
+        AnyStore::Ssm(store) => second_write_from_one_read_loses(&store.documents).await,
+        _ => unreachable!(),
+    }
+}
+
+async fn s3_store_via(endpoint: &str) -> S3Store {
+    let config = s3_client(&sdk_config().await)
+        .config()
+        .to_builder()
+        .endpoint_url(endpoint)
+        .build();
+    S3Store::s3(aws_sdk_s3::Client::from_conf(config), bucket(), S3_PREFIX)
+}
+
+#[tokio::test]
+async fn s3_conflicts_and_vanished_objects_are_decided_again_from_a_fresh_read() {
+    for (status, code) in [
+        (409, "ConditionalRequestConflict"),
+        (404, "NoSuchKey"),
+        (412, "PreconditionFailed"),
+    ] {
+        let name = LockName::new(unique("s3-fault")).unwrap();
+        // An object exists (released), so the grant is an If-Match replace.
+        let direct = store("s3").await;
+        let now = EpochMillis::now();
+        direct
+            .acquire(&name, &owner("arn:before"), lease(), now)
+            .await
+            .unwrap();
+        direct
+            .release(&name, &owner("arn:before"), now)
+            .await
+            .unwrap();
+
+        let (url, faults) = s3_fault_proxy(&[(status, code)]).await;
+        let store = s3_store_via(&url).await;
+        let granted = store
+            .acquire(&name, &owner("arn:me"), lease(), now)
+            .await
+            .unwrap();
+        assert!(
+            matches!(granted, AcquireOutcome::Granted(_)),
+            "{code}: {granted:?}"
+        );
+        assert_eq!(
+            faults.injected().len(),
+            1,
+            "{code}: one write refused, then decided again"
+        );
+        let rival = direct
+            .acquire(&name, &owner("arn:rival"), lease(), now)
+            .await
+            .unwrap();
+        assert!(
+            matches!(rival, AcquireOutcome::Held(_)),
+            "{code}: the grant landed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn s3_conflicts_without_end_become_lock_store_unavailable() {
+    let conflicts = [(409, "ConditionalRequestConflict"); sfn_lock::document_store::MAX_ROUNDS];
+    let (url, faults) = s3_fault_proxy(&conflicts).await;
+    let store = s3_store_via(&url).await;
+    let name = LockName::new(unique("s3-conflicts")).unwrap();
+    let result = store
+        .acquire(&name, &owner("arn:me"), lease(), EpochMillis::now())
+        .await;
+    let error = LockError::from(result.expect_err("every round lost"));
+    assert_eq!(error.error_type(), "LockStoreUnavailable");
+    assert_eq!(
+        faults.injected().len(),
+        sfn_lock::document_store::MAX_ROUNDS
+    );
+    // Nothing was written: the lock is free.
+    let free = store
+        .acquire(&name, &owner("arn:next"), lease(), EpochMillis::now())
+        .await;
+    assert!(matches!(free, Ok(AcquireOutcome::Granted(_))));
+}
+
+/// The lock's generation parameters (not its `current` hint), oldest first.
+async fn generations(name: &LockName) -> Vec<String> {
+    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let path = format!(
+        "{SSM_PATH}/{}",
+        sfn_lock::store_names::encode_name(name.as_str())
+    );
+    let page = client
+        .get_parameters_by_path()
+        .path(path)
+        .send()
+        .await
+        .unwrap();
+    assert!(page.next_token.is_none(), "few enough for one page");
+    let mut names: Vec<String> = page
+        .parameters()
+        .iter()
+        .filter_map(|p| p.name()?.rsplit('/').next().map(str::to_string))
+        .filter(|last| last != "current")
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn ssm_deletes_generations_superseded_long_enough_ago() {
+    let store = store("ssm").await;
+    let name = LockName::new(unique("generations")).unwrap();
+    let now = EpochMillis::now();
+    let at = |millis: i64| EpochMillis(now.0 + millis);
+    store
+        .acquire(&name, &owner("arn:a"), lease(), now)
+        .await
+        .unwrap();
+    store.release(&name, &owner("arn:a"), now).await.unwrap();
+    store
+        .acquire(&name, &owner("arn:b"), lease(), now)
+        .await
+        .unwrap();
+    assert_eq!(generations(&name).await.len(), 3);
+    // Superseded for longer than the keep time, as far as the checkpoints show.
+    let later = at(KEEP_SUPERSEDED_MILLIS + 1);
+    store.release(&name, &owner("arn:b"), later).await.unwrap();
+    assert_eq!(
+        generations(&name).await.len(),
+        4,
+        "generation 3 was superseded just now"
+    );
+    let latest = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
+    let token = match store
+        .acquire(&name, &owner("arn:c"), lease(), latest)
+        .await
+        .unwrap()
+    {
+        AcquireOutcome::Granted(lease) => lease.fencing_token,
+        other => panic!("{other:?}"),
+    };
+    let left = generations(&name).await;
+    assert_eq!(left.len(), 2, "1 to 3 are gone: {left:?}");
+    assert!(left[0].ends_with("4") && left[1].ends_with("5"), "{left:?}");
+    assert!(token > 2, "the counter lives in the newest generation");
+}
+
+#[tokio::test]
+async fn ssm_a_lagging_current_hint_is_repaired_and_decides_nothing() {
+    let store = store("ssm").await;
+    let name = LockName::new(unique("lagging")).unwrap();
+    let now = EpochMillis::now();
+    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let lock_path = format!(
+        "{SSM_PATH}/{}",
+        sfn_lock::store_names::encode_name(name.as_str())
+    );
+    store
+        .acquire(&name, &owner("arn:a"), lease(), now)
+        .await
+        .unwrap();
+    // The hint as it was after generation 1 (a free lock would read as held by a).
+    let first = client
+        .get_parameter()
+        .name(format!("{lock_path}/current"))
+        .send()
+        .await
+        .unwrap();
+    let stale = first
+        .parameter()
+        .and_then(|p| p.value())
+        .unwrap()
+        .to_string();
+    store.release(&name, &owner("arn:a"), now).await.unwrap();
+    client
+        .put_parameter()
+        .name(format!("{lock_path}/current"))
+        .value(stale)
+        .overwrite(true)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    // The stale hint says a holds it; generation 2 (released) is the truth.
+    let b = store
+        .acquire(&name, &owner("arn:b"), lease(), now)
+        .await
+        .unwrap();
+    assert!(matches!(b, AcquireOutcome::Granted(_)), "{b:?}");
+    assert_eq!(generations(&name).await.len(), 3);
+    let a_again = store.release(&name, &owner("arn:a"), now).await.unwrap();
+    assert!(
+        matches!(&a_again, sfn_lock::ReleaseOutcome::HeldByOther(h) if h.owner == "arn:b"),
+        "{a_again:?}"
+    );
+}
+
+#[tokio::test]
+async fn ssm_refuses_holders_whose_state_would_not_fit_a_parameter() {
+    let store = store("ssm").await;
+    let name = LockName::new(unique("too-many")).unwrap();
+    let five = Limit::new("limit", 5).unwrap();
+    let long = |n: usize| Owner::new(format!("arn:{n}:{}", "x".repeat(1500))).unwrap();
+    let now = EpochMillis::now();
+    for n in 0..2 {
+        let granted = store
+            .acquire_with_limit(&name, &long(n), lease(), five, now)
+            .await
+            .unwrap();
+        assert!(matches!(granted, AcquireOutcome::Granted(_)));
+    }
+    let third = store
+        .acquire_with_limit(&name, &long(2), lease(), five, now)
+        .await;
+    assert_eq!(refused_field(third), "limit");
+    // Nothing changed: the two holders stand, the third is not among them.
+    let short = owner("arn:short");
+    let two = Limit::new("limit", 2).unwrap();
+    let sixth = store
+        .acquire_with_limit(&name, &short, lease(), two, now)
+        .await;
+    let AcquireOutcome::Held(contention) = sixth.unwrap() else {
+        panic!("two holders fill a limit of 2");
+    };
+    assert_eq!(contention.holders.len(), 2);
+}
