@@ -7,7 +7,7 @@ mod common;
 
 use common::unique;
 use sfn_lock::{
-    AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore, Owner,
+    AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, LockName, LockStore, Owner,
     ReleaseOutcome,
 };
 
@@ -39,10 +39,6 @@ for_every_store!(
     only_the_owner_releases_and_a_stale_owner_learns_who_holds_it,
     a_second_release_answers_not_held,
     fencing_tokens_rise_across_release_and_takeover,
-    a_semaphore_admits_limit_holders_each_with_its_own_token,
-    the_sweep_release_leaves_a_later_grant_of_the_same_owner,
-    locks_held_by_finds_an_owners_locks_until_released,
-    any_name_the_contract_accepts_round_trips,
 );
 
 async fn a_free_lock_is_granted_until_its_lease_ends(store: AnyStore, _: &str) {
@@ -269,124 +265,5 @@ async fn fencing_tokens_rise_across_release_and_takeover(store: AnyStore, _: &st
     assert!(
         tokens.windows(2).all(|pair| pair[0] < pair[1]),
         "{tokens:?}"
-    );
-}
-
-async fn a_semaphore_admits_limit_holders_each_with_its_own_token(store: AnyStore, _: &str) {
-    let (name, now) = (lock("semaphore"), EpochMillis::now());
-    let two = Limit::new("limit", 2).unwrap();
-    let a = granted(
-        store
-            .acquire_with_limit(&name, &owner("arn:a"), lease(60), two, now)
-            .await
-            .unwrap(),
-    );
-    let b = granted(
-        store
-            .acquire_with_limit(&name, &owner("arn:b"), lease(60), two, now)
-            .await
-            .unwrap(),
-    );
-    assert!(b.fencing_token > a.fencing_token);
-    let third = store
-        .acquire_with_limit(&name, &owner("arn:c"), lease(60), two, now)
-        .await
-        .unwrap();
-    let AcquireOutcome::Held(contention) = third else {
-        panic!("expected contention, got {third:?}");
-    };
-    let mut holders: Vec<_> = contention
-        .holders
-        .iter()
-        .map(|h| h.owner.as_str())
-        .collect();
-    holders.sort();
-    assert_eq!(holders, ["arn:a", "arn:b"]);
-    let released = store
-        .release_with_limit(&name, &owner("arn:a"), two, now)
-        .await
-        .unwrap();
-    assert_eq!(released, ReleaseOutcome::Released);
-    let c = granted(
-        store
-            .acquire_with_limit(&name, &owner("arn:c"), lease(60), two, now)
-            .await
-            .unwrap(),
-    );
-    assert!(c.fencing_token > b.fencing_token);
-}
-
-async fn the_sweep_release_leaves_a_later_grant_of_the_same_owner(store: AnyStore, _: &str) {
-    let (name, now) = (lock("sweep"), EpochMillis::now());
-    let later = EpochMillis(now.0 + 10_000);
-    granted(
-        store
-            .acquire(&name, &owner("arn:redriven"), lease(60), later)
-            .await
-            .unwrap(),
-    );
-    let swept = store
-        .release_granted_before(&name, &owner("arn:redriven"), now, later)
-        .await
-        .unwrap();
-    assert!(
-        matches!(&swept, ReleaseOutcome::HeldByOther(h) if h.owner == "arn:redriven"),
-        "{swept:?}"
-    );
-    let rival = store
-        .acquire(&name, &owner("arn:x"), lease(60), later)
-        .await
-        .unwrap();
-    assert!(
-        matches!(rival, AcquireOutcome::Held(_)),
-        "the later grant stays: {rival:?}"
-    );
-    let swept = store
-        .release_granted_before(&name, &owner("arn:redriven"), later, later)
-        .await
-        .unwrap();
-    assert_eq!(swept, ReleaseOutcome::Released);
-}
-
-async fn locks_held_by_finds_an_owners_locks_until_released(store: AnyStore, _: &str) {
-    let now = EpochMillis::now();
-    let me = Owner::new(unique("arn:owner")).unwrap();
-    let (first, second) = (lock("held-1"), lock("held-2"));
-    granted(store.acquire(&first, &me, lease(60), now).await.unwrap());
-    let two = Limit::new("limit", 2).unwrap();
-    granted(
-        store
-            .acquire_with_limit(&second, &me, lease(60), two, now)
-            .await
-            .unwrap(),
-    );
-    let mut held = store.locks_held_by(&me).await.unwrap();
-    held.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    assert_eq!(held, [first.clone(), second.clone()]);
-    store.release(&first, &me, now).await.unwrap();
-    store
-        .release_with_limit(&second, &me, two, now)
-        .await
-        .unwrap();
-    assert_eq!(store.locks_held_by(&me).await.unwrap(), []);
-}
-
-async fn any_name_the_contract_accepts_round_trips(store: AnyStore, _: &str) {
-    let now = EpochMillis::now();
-    let me = Owner::new(unique("arn:names")).unwrap();
-    let name = LockName::new(format!("customer/42 ünï ✓ {}", unique("_x.y"))).unwrap();
-    let grant = granted(store.acquire(&name, &me, lease(60), now).await.unwrap());
-    assert_eq!(grant.lock_name, name);
-    assert_eq!(
-        store.locks_held_by(&me).await.unwrap(),
-        std::slice::from_ref(&name)
-    );
-    // A name that differs only where the encoding escapes is another lock.
-    let other = LockName::new(name.as_str().replace('/', "_2F")).unwrap();
-    granted(
-        store
-            .acquire(&other, &owner("arn:b"), lease(60), now)
-            .await
-            .unwrap(),
     );
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::s3_faults::s3_fault_proxy;
+use common::fault_proxy::{fault_proxy, generation_create, s3_fault_proxy};
 use common::stores::{bucket, counted, store, S3_PREFIX, SSM_PATH};
 use common::unique;
 use sfn_lock::any_store::s3_client;
@@ -354,4 +354,48 @@ async fn ssm_refuses_holders_whose_state_would_not_fit_a_parameter() {
         panic!("two holders fill a limit of 2");
     };
     assert_eq!(contention.holders.len(), 2);
+}
+
+async fn ssm_store_via(endpoint: &str) -> sfn_lock::SsmStore {
+    let config = aws_sdk_ssm::config::Builder::from(&sdk_config().await)
+        .endpoint_url(endpoint)
+        .build();
+    sfn_lock::SsmStore::ssm(aws_sdk_ssm::Client::from_conf(config), SSM_PATH)
+}
+
+#[tokio::test]
+async fn a_release_whose_answer_was_lost_still_answers_released() {
+    // The SDK sends the landed write again; its condition now fails, and the
+    // release record the first attempt wrote tells the retry it was its own.
+    for kind in ["s3", "ssm"] {
+        let name = LockName::new(unique("lost-answer")).unwrap();
+        let now = EpochMillis::now();
+        let direct = store(kind).await;
+        direct
+            .acquire(&name, &owner("arn:me"), lease(), now)
+            .await
+            .unwrap();
+        let (store, faults) = match kind {
+            "s3" => {
+                let (url, faults) = s3_fault_proxy(&[(0, "lose the answer")]).await;
+                (AnyStore::S3(s3_store_via(&url).await), faults)
+            }
+            _ => {
+                let (url, faults) =
+                    fault_proxy("AWS_ENDPOINT_URL_SSM", generation_create, &[(0, "lose")]).await;
+                (AnyStore::Ssm(ssm_store_via(&url).await), faults)
+            }
+        };
+        let released = store.release(&name, &owner("arn:me"), now).await.unwrap();
+        assert_eq!(faults.injected().len(), 1, "{kind}: one answer lost");
+        assert_eq!(released, sfn_lock::ReleaseOutcome::Released, "{kind}");
+        let free = direct
+            .acquire(&name, &owner("arn:next"), lease(), now)
+            .await
+            .unwrap();
+        assert!(
+            matches!(free, AcquireOutcome::Granted(_)),
+            "{kind}: {free:?}"
+        );
+    }
 }

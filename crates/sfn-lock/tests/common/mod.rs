@@ -6,7 +6,7 @@ pub mod lossy_proxy;
 
 pub mod sfn;
 
-pub mod s3_faults;
+pub mod fault_proxy;
 
 pub mod stores;
 

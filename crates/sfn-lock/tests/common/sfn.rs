@@ -139,9 +139,19 @@ pub type TestSweeper = sfn_lock::cleanup::Sweeper<DynamoStore, StepFunctions, Sq
 
 /// The sweep as deployed, serving LOCKED and ATTACHED (whose child runs on TARGET).
 pub async fn sweeper(grace_seconds: u32, queue_url: &str) -> TestSweeper {
+    let store = DynamoStore::new(client().await, table_name());
+    sweeper_on(store, grace_seconds, queue_url).await
+}
+
+/// [`sweeper`] on any store.
+pub async fn sweeper_on<S: LockStore>(
+    store: S,
+    grace_seconds: u32,
+    queue_url: &str,
+) -> sfn_lock::cleanup::Sweeper<S, StepFunctions, SqsRequeue> {
     let sdk = sdk_config().await;
     sfn_lock::cleanup::Sweeper {
-        store: DynamoStore::new(client().await, table_name()),
+        store,
         executions: StepFunctions::new(aws_sdk_sfn::Client::new(&sdk)),
         requeue: Some(SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), queue_url)),
         policy: SweepPolicy {

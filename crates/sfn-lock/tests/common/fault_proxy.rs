@@ -1,8 +1,10 @@
-//! An HTTP proxy in front of the local S3 (moto) that answers chosen
-//! conditional writes with an error instead of forwarding them: moto never
-//! answers `409 ConditionalRequestConflict`, which S3 does when two
+//! An HTTP proxy in front of the local server (moto) that gives chosen
+//! requests a fault: an error answer instead of forwarding them (moto never
+//! answers S3's `409 ConditionalRequestConflict`, which S3 does when two
 //! conditional writes to one key overlap, and a `404 NoSuchKey` for `If-Match`
-//! needs the object deleted between a read and a write. Every other request
+//! needs the object deleted between a read and a write), or status 0: forward
+//! the request, let it land, and close the connection before its answer (the
+//! SDK retries a request whose first attempt landed). Every other request
 //! passes through. One request per connection: the proxy asks the server to
 //! close after its answer, and closes the caller's connection after it.
 
@@ -26,11 +28,36 @@ impl Faults {
     }
 }
 
-/// Starts the proxy; the next conditional `PutObject`s (those with
-/// `If-Match` or `If-None-Match`), one per fault, get `faults` in order.
+/// Which requests get the faults: sees the head (lower case) and the body.
+pub type Matcher = fn(&str, &[u8]) -> bool;
+
+/// A conditional `PutObject` (with `If-Match` or `If-None-Match`).
+pub fn conditional_put(head: &str, _: &[u8]) -> bool {
+    head.starts_with("put ")
+        && (head.contains("\r\nif-match:") || head.contains("\r\nif-none-match:"))
+}
+
+/// SSM's `PutParameter` with `Overwrite` false: a generation's create.
+pub fn generation_create(head: &str, body: &[u8]) -> bool {
+    let body = String::from_utf8_lossy(body);
+    head.contains("x-amz-target: amazonssm.putparameter") && body.contains("\"Overwrite\":false")
+}
+
+/// Starts the proxy in front of S3; the next conditional `PutObject`s, one
+/// per fault, get `faults` in order.
 pub async fn s3_fault_proxy(faults: &[(u16, &'static str)]) -> (String, Faults) {
-    let upstream = std::env::var("AWS_ENDPOINT_URL_S3")
-        .expect("AWS_ENDPOINT_URL_S3: run under scripts/local-stack.sh")
+    fault_proxy("AWS_ENDPOINT_URL_S3", conditional_put, faults).await
+}
+
+/// Starts the proxy in front of the endpoint `upstream_variable` names; the
+/// next requests `matcher` picks, one per fault, get `faults` in order.
+pub async fn fault_proxy(
+    upstream_variable: &str,
+    matcher: Matcher,
+    faults: &[(u16, &'static str)],
+) -> (String, Faults) {
+    let upstream = std::env::var(upstream_variable)
+        .expect("the endpoint: run under scripts/local-stack.sh")
         .trim_start_matches("http://")
         .to_owned();
     let listener = TcpListener::bind("127.0.0.1:0")
@@ -43,24 +70,22 @@ pub async fn s3_fault_proxy(faults: &[(u16, &'static str)]) -> (String, Faults) 
     tokio::spawn(async move {
         while let Ok((caller, _)) = listener.accept().await {
             let (upstream, state) = (upstream.clone(), shared.clone());
-            tokio::spawn(async move { serve(caller, &upstream, &state).await });
+            tokio::spawn(async move { serve(caller, &upstream, &state, matcher).await });
         }
     });
     (url, state)
 }
 
-async fn serve(mut caller: TcpStream, upstream: &str, state: &Faults) {
+async fn serve(mut caller: TcpStream, upstream: &str, state: &Faults, matcher: Matcher) {
     let Some((head, body)) = read_request(&mut caller).await else {
         return;
     };
-    let lower = head.to_ascii_lowercase();
-    let conditional = lower.starts_with("put ")
-        && (lower.contains("\r\nif-match:") || lower.contains("\r\nif-none-match:"));
-    let fault = match conditional {
+    let fault = match matcher(&head.to_ascii_lowercase(), &body) {
         true => state.pending.lock().unwrap().pop_front(),
         false => None,
     };
-    if let Some((status, code)) = fault {
+    let lose_answer = fault.is_some_and(|(status, _)| status == 0);
+    if let Some((status, code)) = fault.filter(|_| !lose_answer) {
         let line = head.lines().next().unwrap_or_default().to_string();
         state.injected.lock().unwrap().push(line);
         let xml = format!(
@@ -85,6 +110,12 @@ async fn serve(mut caller: TcpStream, upstream: &str, state: &Faults) {
     }
     let mut answer = Vec::new();
     let _ = server.read_to_end(&mut answer).await;
+    if lose_answer {
+        // Landed; the caller sees its connection closed without an answer.
+        let line = head.lines().next().unwrap_or_default().to_string();
+        state.injected.lock().unwrap().push(line);
+        return;
+    }
     let _ = caller.write_all(&answer).await;
 }
 
