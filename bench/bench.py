@@ -13,7 +13,10 @@ Figures (see bench/README.md for how each one is taken):
       sent by the bare SDK client in a warm process, paired per round;
   binary sizes                    stat of the stripped release binaries;
   DynamoDB requests per operation counted at the wire by bench/counting_proxy.py;
-  state transitions               bench/transitions.mjs (aws-local-stepfunctions).
+  state transitions               bench/transitions.mjs (aws-local-stepfunctions);
+  per store                       bench/stores.py: requests per operation, cold
+      starts and warm acquire/release latency with the locks in DynamoDB, S3 and
+      SSM (LOCK_STORE_URL), the same binaries.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import tempfile
 import time
 import traceback
 import uuid
+from types import SimpleNamespace
 
 import boto3
 
@@ -39,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+import stores  # noqa: E402
 from counting_proxy import CountingProxy  # noqa: E402
 from runtime_api import FunctionProcess, HarnessError, read_cpu_ns  # noqa: E402
 
@@ -119,6 +124,11 @@ class Stack:
             aws_access_key_id="local",
             aws_secret_access_key="local",
         )
+
+    def boto(self, service: str):
+        """A boto3 client of `service` on the local endpoint (moto serves them all)."""
+        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id="local", aws_secret_access_key="local")
 
     def create_table(self, name: str) -> None:
         env = dict(os.environ, **self.aws_env(self.endpoint))
@@ -699,7 +709,24 @@ class Bench:
 
         log("DynamoDB requests per operation (counting proxy)")
         counts = self.request_counts()
-        return {"cold": cold, "warm": warm, "requests": counts}
+        per_store = None
+        if args.store_cycles > 0:
+            log(f"per store (DynamoDB, S3, SSM): requests per operation, {args.cold_runs} cold start(s), "
+                f"{args.store_cycles} acquire + release cycles each")
+            per_store = self.store_figures()
+        return {"cold": cold, "warm": warm, "requests": counts, "stores": per_store}
+
+    def store_figures(self) -> dict:
+        """bench/stores.py: the same binaries with the locks in DynamoDB, S3 and SSM."""
+        helpers = SimpleNamespace(function_env=function_env, acquire_event=acquire_event, release_event=release_event,
+                                  sweep_event=sweep_event, answer=answer, percentile=percentile, OWNER=OWNER,
+                                  OTHER=OTHER)
+        proxy = CountingProxy("127.0.0.1", self.stack.port)
+        try:
+            return stores.StoreBench(self, helpers).run(proxy, self.args.cold_runs, self.args.store_cycles,
+                                                        self.args.store_warm_up)
+        finally:
+            proxy.close()
 
 
 def log(message: str) -> None:
@@ -800,6 +827,10 @@ def build_report(args, bench: Bench, raw: dict, transitions: dict | None, sizes:
     figures["transitions"] = transitions
     figures["contention"] = contention
     figures["binary_size_bytes"] = sizes
+    per_store = raw.get("stores")
+    if per_store:
+        per_store["cold"] = stores.summarize(per_store, summary)
+    figures["stores"] = per_store
 
     return {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -1080,6 +1111,9 @@ def main() -> int:
     parser.add_argument("--contention-work-ms", type=int, default=2000)
     parser.add_argument("--contention-runs", type=int, default=3, help="runs of each variant; 0 skips contention")
     parser.add_argument("--contention-timeout", type=int, default=900, help="seconds for the whole contention part")
+    parser.add_argument("--store-cycles", type=int, default=100,
+                        help="warm acquire + release cycles per store in the per-store table; 0 skips it")
+    parser.add_argument("--store-warm-up", type=int, default=5)
     parser.add_argument("--results-dir", default=os.path.join(HERE, "results"))
     parser.add_argument("--work-dir", default=None)
     args = parser.parse_args()
@@ -1150,6 +1184,8 @@ def main() -> int:
     report["table"] = rows
     contention_table, contention_rows = render_contention(report)
     report["contention_table"] = contention_rows
+    store_table, store_rows = stores.render(report["figures"]["stores"], fmt, args.smoke)
+    report["store_table"] = store_rows
     report["elapsed_seconds"] = round(time.monotonic() - started, 1)
     variants_table = render_variants(report)
 
@@ -1167,6 +1203,9 @@ def main() -> int:
     print(f"cold starts: median of {args.cold_runs}; warm: median over {args.warm_runs} processes of "
           f"{args.warm_invokes} invokes each (after {args.warm_up} warm-up); (min–max) across runs")
     print(table)
+    if store_table:
+        print()
+        print(store_table)
     if contention_table:
         print()
         print(contention_table)

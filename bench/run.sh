@@ -94,7 +94,8 @@ fi
 
 if [ "$smoke" = 1 ]; then
   args+=(--smoke --cold-runs 1 --warm-runs 1 --warm-invokes 5 --warm-up 2
-    --contention-executions 3 --contention-work-ms 200 --contention-runs 1)
+    --contention-executions 3 --contention-work-ms 200 --contention-runs 1
+    --store-cycles 5 --store-warm-up 1)
 fi
 
 exec "$root/.venv/bin/python" "$root/bench/bench.py" "${args[@]}" "$@"

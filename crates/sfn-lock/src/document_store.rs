@@ -47,6 +47,18 @@ pub trait Documents: Send + Sync {
         now: EpochMillis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// Makes an answer given without a write (a release's `not_held` or
+    /// `held_by_other`) as sure as one: `Ok(false)` if `read` was not the
+    /// newest version after all; decide again. A store whose reads are
+    /// strongly consistent answers `true` without a request.
+    fn confirm(
+        &self,
+        lock_name: &LockName,
+        read: Option<&Self::Version>,
+        doc: Option<&LockDoc>,
+        now: EpochMillis,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
     /// Records that `owner` may hold the lock, before the grant is written,
     /// so that the sweep finds it ([`Documents::marked`]). Idempotent.
     fn mark(
@@ -94,7 +106,12 @@ impl<D: Documents> DocumentStore<D> {
             let read = self.documents.read(lock_name).await?;
             let (version, doc) = split(&read);
             let outcome = match decide_release(doc, owner, &release_id, granted_before, now) {
-                ReleaseStep::Answer(outcome) => outcome,
+                ReleaseStep::Answer(outcome) => {
+                    if !self.documents.confirm(lock_name, version, doc, now).await? {
+                        continue;
+                    }
+                    outcome
+                }
                 ReleaseStep::Write(next) => {
                     if !self.documents.write(lock_name, version, &next, now).await? {
                         debug!(
@@ -149,8 +166,9 @@ impl<D: Documents> LockStore for DocumentStore<D> {
             match decide_acquire(doc, (lock_name, owner), lease, limit, now) {
                 AcquireStep::Held(contention) => return Ok(AcquireOutcome::Held(contention)),
                 AcquireStep::Write(next, outcome) => {
-                    // The marker before the grant: no grant is ever unmarked.
-                    if matches!(outcome, AcquireOutcome::Granted(_)) && !marked {
+                    // The marker before the grant: no grant is ever unmarked;
+                    // a renewal marks again, mending a marker lost since.
+                    if !marked {
                         self.documents.mark(owner, lock_name).await?;
                         marked = true;
                     }

@@ -43,6 +43,7 @@ pub mod queue;
 mod request;
 pub mod s3;
 pub mod ssm;
+mod ssm_calls;
 mod ssm_generations;
 mod store;
 pub mod store_names;

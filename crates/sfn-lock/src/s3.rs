@@ -62,7 +62,8 @@ fn lost_race(code: Option<&str>) -> bool {
         code,
         // 412: the object is no longer the version read (or exists, for a create).
         Some("PreconditionFailed")
-        // 409: another conditional write to the key was in flight; read again.
+        // 409: a conflicting operation (e.g. a delete) landed during the
+        // write, which did not; S3 asks for a fresh read and a retry.
         | Some("ConditionalRequestConflict")
         // 404 for If-Match: the object was deleted since it was read.
         | Some("NoSuchKey")
@@ -149,6 +150,17 @@ impl Documents for S3Documents {
             Err(error) if lost_race(error.code()) => Ok(false),
             Err(error) => Err(classify("PutObject", error)),
         }
+    }
+
+    async fn confirm(
+        &self,
+        _: &LockName,
+        _: Option<&String>,
+        _: Option<&LockDoc>,
+        _: EpochMillis,
+    ) -> Result<bool, StoreError> {
+        // S3 reads are strongly consistent: the GET saw the newest version.
+        Ok(true)
     }
 
     async fn mark(&self, owner: &Owner, lock_name: &LockName) -> Result<(), StoreError> {

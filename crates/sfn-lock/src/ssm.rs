@@ -11,7 +11,6 @@
 //! (`ssm_generations.rs`; DESIGN.md, "SSM store").
 
 use aws_sdk_ssm::error::ProvideErrorMetadata;
-use aws_sdk_ssm::types::{ParameterTier, ParameterType};
 use aws_sdk_ssm::Client;
 use tracing::warn;
 
@@ -19,6 +18,7 @@ use crate::document::LockDoc;
 use crate::document_store::{DocumentStore, Documents};
 use crate::error::{classify, StoreError};
 use crate::model::{EpochMillis, LockName, Owner};
+use crate::ssm_calls::{envelope_of, fit};
 use crate::ssm_generations::{next_envelope, Envelope};
 use crate::store_names::{decode_name, encode_name, owner_hash, OWNER_HASH_DIGITS};
 
@@ -34,17 +34,15 @@ pub const MAX_LEVELS: usize = 15;
 pub const MAX_VALUE_BYTES: usize = 4096;
 /// Generations are numbered with this many digits, so they sort as text too.
 const GENERATION_DIGITS: usize = 20;
-/// `GetParameters` takes at most ten names: a probe looks ten generations ahead.
-const PROBE: u64 = 10;
 
 /// The lock on SSM.
 pub type SsmStore = DocumentStore<SsmDocuments>;
 
 #[derive(Clone, Debug)]
 pub struct SsmDocuments {
-    client: Client,
+    pub(crate) client: Client,
     /// Begins with `/`, never ends with one.
-    path: String,
+    pub(crate) path: String,
 }
 
 impl SsmStore {
@@ -57,11 +55,11 @@ impl SsmStore {
 }
 
 impl SsmDocuments {
-    fn lock_path(&self, lock_name: &LockName) -> String {
+    pub(crate) fn lock_path(&self, lock_name: &LockName) -> String {
         format!("{}/{}", self.path, encode_name(lock_name.as_str()))
     }
 
-    fn generation_name(&self, lock_name: &LockName, generation: u64) -> String {
+    pub(crate) fn generation_name(&self, lock_name: &LockName, generation: u64) -> String {
         format!(
             "{}/{generation:0width$}",
             self.lock_path(lock_name),
@@ -69,99 +67,21 @@ impl SsmDocuments {
         )
     }
 
-    fn current_name(&self, lock_name: &LockName) -> String {
+    pub(crate) fn current_name(&self, lock_name: &LockName) -> String {
         format!("{}/current", self.lock_path(lock_name))
     }
 
-    fn owner_path(&self, owner: &Owner) -> String {
+    pub(crate) fn owner_path(&self, owner: &Owner) -> String {
         format!("{}/.owners/{}", self.path, owner_hash(owner.as_str()))
     }
 
-    fn marker_name(&self, owner: &Owner, lock_name: &LockName) -> String {
+    pub(crate) fn marker_name(&self, owner: &Owner, lock_name: &LockName) -> String {
         format!(
             "{}/{}",
             self.owner_path(owner),
             encode_name(lock_name.as_str())
         )
     }
-
-    async fn put(&self, name: String, value: String, overwrite: bool) -> Result<bool, StoreError> {
-        let put = self
-            .client
-            .put_parameter()
-            .name(name)
-            .value(value)
-            .r#type(ParameterType::String)
-            .tier(ParameterTier::Standard)
-            .overwrite(overwrite)
-            .send()
-            .await;
-        match put {
-            Ok(_) => Ok(true),
-            Err(error) if error.code() == Some("ParameterAlreadyExists") => Ok(false),
-            Err(error) => Err(classify("PutParameter", error)),
-        }
-    }
-
-    /// The newest generation at or after `from`, ten names per request.
-    async fn probe(&self, lock_name: &LockName, from: u64) -> Result<Option<Envelope>, StoreError> {
-        let mut newest = None;
-        let mut start = from;
-        loop {
-            let names = (start..start + PROBE).map(|g| self.generation_name(lock_name, g));
-            let page = self
-                .client
-                .get_parameters()
-                .set_names(Some(names.collect()))
-                .send()
-                .await
-                .map_err(|error| classify("GetParameters", error))?;
-            let mut found = 0;
-            for parameter in page.parameters() {
-                let envelope = envelope_of(parameter.name(), parameter.value())?;
-                found = found.max(envelope.generation);
-                if newest
-                    .as_ref()
-                    .is_none_or(|n: &Envelope| n.generation < envelope.generation)
-                {
-                    newest = Some(envelope);
-                }
-            }
-            // Generations are consecutive: a full window may have more after it.
-            if found + 1 < start + PROBE {
-                return Ok(newest);
-            }
-            start += PROBE;
-        }
-    }
-
-    /// Deletes generations `range`; a failure leaves them to the quota, logged.
-    async fn delete_generations(&self, lock_name: &LockName, range: std::ops::Range<u64>) {
-        let names: Vec<String> = range.map(|g| self.generation_name(lock_name, g)).collect();
-        for batch in names.chunks(10) {
-            let deleted = self
-                .client
-                .delete_parameters()
-                .set_names(Some(batch.to_vec()))
-                .send()
-                .await;
-            if let Err(error) = deleted {
-                warn!(lock_name = lock_name.as_str(), names = ?batch, error = %classify("DeleteParameters", error),
-                      "could not delete old generations; they stay until deleted by hand");
-                return;
-            }
-        }
-    }
-}
-
-fn envelope_of(name: Option<&str>, value: Option<&str>) -> Result<Envelope, StoreError> {
-    value
-        .and_then(|value| serde_json::from_str(value).ok())
-        .ok_or_else(|| {
-            StoreError::Misconfigured(format!(
-                "parameter {name:?} is not a lock generation; is the path shared with something else?"
-            ))
-        })
 }
 
 impl Documents for SsmDocuments {
@@ -210,9 +130,17 @@ impl Documents for SsmDocuments {
             Err(error) => return Err(classify("GetParameter", error)),
         };
         // The hint lags while its writer is between create and hint, or if
-        // that writer died in between: the generations after it decide.
-        let after = hint.as_ref().map_or(1, |hint| hint.generation + 1);
-        let newest = self.probe(lock_name, after).await?.or(hint);
+        // that writer died in between: the generations from it on decide. A
+        // hint whose own generation is gone (below the oldest kept), or none,
+        // proves nothing: then the lock's generations are listed.
+        let probed = match &hint {
+            Some(hint) => self.probe(lock_name, hint.generation).await?,
+            None => None,
+        };
+        let newest = match probed {
+            Some(newest) => Some(newest),
+            None => self.list_generations(lock_name).await?,
+        };
         Ok(newest.map(|envelope| {
             let lock = envelope.lock.clone();
             (envelope, lock)
@@ -226,30 +154,40 @@ impl Documents for SsmDocuments {
         doc: &LockDoc,
         now: EpochMillis,
     ) -> Result<bool, StoreError> {
-        let (next, deletable) = next_envelope(read, doc.clone(), now.0);
-        let value = serde_json::to_string(&next)
-            .map_err(|error| StoreError::Unavailable(format!("lock document: {error}")))?;
-        if value.len() > MAX_VALUE_BYTES {
-            return Err(StoreError::Refused {
-                field: "limit".into(),
-                rule: format!(
-                    "cannot be kept by the SSM store with these holders: the lock's state \
-                     would be {} bytes, and a parameter holds {MAX_VALUE_BYTES}; use a lower \
-                     limit, shorter owners, or another store",
-                    value.len()
-                ),
-            });
+        let (mut next, deletable) = next_envelope(read, doc.clone(), now.0, true);
+        // Deleted before the create: they may go whoever wins it, and a create
+        // that lands unseen (its answer lost) leaves none behind undeleted.
+        if !deletable.is_empty() && !self.delete_generations(lock_name, deletable).await {
+            next = next_envelope(read, doc.clone(), now.0, false).0;
         }
+        let held_before = read.map_or(0, |read| read.lock.holders.len());
+        let value = fit(&mut next, doc.holders.len() > held_before)?;
         let name = self.generation_name(lock_name, next.generation);
         if !self.put(name, value.clone(), false).await? {
             return Ok(false);
         }
-        self.delete_generations(lock_name, deletable).await;
-        // The change is made; a lagging hint costs the next writer a probe.
+        // The change is made; a lagging hint costs the next reader a probe.
         if let Err(error) = self.put(self.current_name(lock_name), value, true).await {
             warn!(lock_name = lock_name.as_str(), error = %error, "could not update the current-generation hint");
         }
         Ok(true)
+    }
+
+    async fn confirm(
+        &self,
+        lock_name: &LockName,
+        read: Option<&Envelope>,
+        doc: Option<&LockDoc>,
+        now: EpochMillis,
+    ) -> Result<bool, StoreError> {
+        // SSM's reads may be stale: the same document, created as the next
+        // generation, proves the read was the newest when it landed.
+        let doc = doc.cloned().unwrap_or(LockDoc {
+            format: 1,
+            updated_at: now.0,
+            ..LockDoc::default()
+        });
+        self.write(lock_name, read, &doc, now).await
     }
 
     async fn mark(&self, owner: &Owner, lock_name: &LockName) -> Result<(), StoreError> {
@@ -271,27 +209,13 @@ impl Documents for SsmDocuments {
 
     async fn marked(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
         let folder = self.owner_path(owner);
-        let mut names = Vec::new();
-        let mut next_token = None;
-        loop {
-            let page = self
-                .client
-                .get_parameters_by_path()
-                .path(&folder)
-                .recursive(false)
-                .set_next_token(next_token)
-                .send()
-                .await
-                .map_err(|error| classify("GetParametersByPath", error))?;
-            let found = page.parameters().iter().filter_map(|parameter| {
-                let encoded = parameter.name()?.strip_prefix(&folder)?.strip_prefix('/')?;
+        let markers = self.parameters_under(&folder).await?;
+        Ok(markers
+            .iter()
+            .filter_map(|(name, _)| {
+                let encoded = name.strip_prefix(&folder)?.strip_prefix('/')?;
                 LockName::new(decode_name(encoded)?).ok()
-            });
-            names.extend(found);
-            match page.next_token {
-                Some(token) => next_token = Some(token),
-                None => return Ok(names),
-            }
-        }
+            })
+            .collect())
     }
 }

@@ -34,10 +34,12 @@ pub struct Envelope {
 
 /// The envelope of the generation after `previous` (`None`: the first), and
 /// the generations its writer deletes once it has won: `tail..new tail`.
+/// With `delete` false, nothing is deleted (a deletion failed): the tail stays.
 pub fn next_envelope(
     previous: Option<&Envelope>,
     lock: LockDoc,
     now: i64,
+    delete: bool,
 ) -> (Envelope, std::ops::Range<u64>) {
     let Some(previous) = previous else {
         let first = Envelope {
@@ -56,9 +58,12 @@ pub fn next_envelope(
         .rev()
         .find(|(_, at)| *at < now - KEEP_SUPERSEDED_MILLIS)
         .map_or(previous.tail, |(checkpoint, _)| *checkpoint);
-    let new_tail = deletable_below
-        .min(previous.tail + MAX_DELETIONS_PER_WRITE)
-        .max(previous.tail);
+    let new_tail = match delete {
+        true => deletable_below
+            .min(previous.tail + MAX_DELETIONS_PER_WRITE)
+            .max(previous.tail),
+        false => previous.tail,
+    };
     checkpoints.retain(|(checkpoint, _)| *checkpoint >= new_tail);
     let stale = checkpoints
         .last()
@@ -82,10 +87,10 @@ mod tests {
     const T: i64 = KEEP_SUPERSEDED_MILLIS;
 
     fn chain(times: &[i64]) -> (Envelope, Vec<std::ops::Range<u64>>) {
-        let (mut envelope, _) = next_envelope(None, LockDoc::default(), times[0]);
+        let (mut envelope, _) = next_envelope(None, LockDoc::default(), times[0], true);
         let mut deleted = Vec::new();
         for &now in &times[1..] {
-            let (next, range) = next_envelope(Some(&envelope), LockDoc::default(), now);
+            let (next, range) = next_envelope(Some(&envelope), LockDoc::default(), now, true);
             assert_eq!(next.generation, envelope.generation + 1);
             deleted.push(range);
             envelope = next;
@@ -107,7 +112,7 @@ mod tests {
         let (last, deleted) = chain(&[0, 0, 0, T + 1, 2 * T + 2]);
         assert_eq!(deleted.last(), Some(&(1..4)));
         assert_eq!(last.tail, 4);
-        let (_, again) = next_envelope(Some(&last), LockDoc::default(), 2 * T + 3);
+        let (_, again) = next_envelope(Some(&last), LockDoc::default(), 2 * T + 3, true);
         assert!(again.is_empty(), "each generation is deleted by one writer");
     }
 
@@ -116,10 +121,10 @@ mod tests {
         // Whatever the timing, the range deleted at `now` only holds
         // generations whose successor was written at or before now - T.
         let times: Vec<i64> = (0..400).map(|i| i * T / 37).collect();
-        let (mut envelope, _) = next_envelope(None, LockDoc::default(), times[0]);
+        let (mut envelope, _) = next_envelope(None, LockDoc::default(), times[0], true);
         let mut written = vec![(1, times[0])];
         for &now in &times[1..] {
-            let (next, range) = next_envelope(Some(&envelope), LockDoc::default(), now);
+            let (next, range) = next_envelope(Some(&envelope), LockDoc::default(), now, true);
             for gone in range {
                 let successor_at = written[gone as usize].1; // generation gone+1
                 assert!(successor_at < now - T, "deleted {gone} too early");
@@ -137,6 +142,16 @@ mod tests {
             "{:?}",
             envelope.checkpoints
         );
+    }
+
+    #[test]
+    fn a_failed_deletion_keeps_the_tail_for_the_next_writer() {
+        let (last, _) = chain(&[0, 0, 0, T + 1]);
+        let (kept, range) = next_envelope(Some(&last), LockDoc::default(), 2 * T + 2, false);
+        assert!(range.is_empty());
+        assert_eq!(kept.tail, 1);
+        let (_, retried) = next_envelope(Some(&kept), LockDoc::default(), 2 * T + 3, true);
+        assert_eq!(retried, 1..4);
     }
 
     #[test]

@@ -399,3 +399,209 @@ async fn a_release_whose_answer_was_lost_still_answers_released() {
         );
     }
 }
+
+/// The lock's `current` hint: read, or set to `value` (`None` deletes it).
+async fn current_hint(name: &LockName, set: Option<Option<String>>) -> Option<String> {
+    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let current = format!(
+        "{SSM_PATH}/{}/current",
+        sfn_lock::store_names::encode_name(name.as_str())
+    );
+    match set {
+        None => {
+            let got = client.get_parameter().name(current).send().await.ok()?;
+            got.parameter().and_then(|p| p.value()).map(str::to_string)
+        }
+        Some(Some(value)) => {
+            let put = client
+                .put_parameter()
+                .name(current)
+                .value(value)
+                .overwrite(true);
+            put.r#type(aws_sdk_ssm::types::ParameterType::String)
+                .send()
+                .await
+                .unwrap();
+            None
+        }
+        Some(None) => {
+            client
+                .delete_parameter()
+                .name(current)
+                .send()
+                .await
+                .unwrap();
+            None
+        }
+    }
+}
+
+#[tokio::test]
+async fn ssm_a_hint_older_than_every_kept_generation_misleads_nobody() {
+    // Review finding: a hint below the oldest kept generation (or none) made
+    // the probe find nothing, and a create re-made a deleted generation: a
+    // second chain, and a second holder.
+    for stale_hint in [true, false] {
+        let store = store("ssm").await;
+        let name = LockName::new(unique("below-tail")).unwrap();
+        let now = EpochMillis::now();
+        let at = |millis: i64| EpochMillis(now.0 + millis);
+        store
+            .acquire(&name, &owner("arn:a"), lease(), now)
+            .await
+            .unwrap();
+        let first_hint = current_hint(&name, None).await.expect("hint");
+        for _ in 0..11 {
+            store.release(&name, &owner("arn:a"), now).await.unwrap();
+            store
+                .acquire(&name, &owner("arn:a"), lease(), now)
+                .await
+                .unwrap();
+        }
+        store
+            .release(&name, &owner("arn:a"), at(KEEP_SUPERSEDED_MILLIS + 1))
+            .await
+            .unwrap();
+        let later = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
+        let c = store
+            .acquire(&name, &owner("arn:c"), lease(), later)
+            .await
+            .unwrap();
+        assert!(matches!(c, AcquireOutcome::Granted(_)), "{c:?}");
+        assert!(
+            generations(&name).await.len() <= 3,
+            "old generations deleted"
+        );
+        current_hint(&name, Some(stale_hint.then_some(first_hint))).await;
+        let d = store
+            .acquire(&name, &owner("arn:d"), lease(), EpochMillis(later.0 + 1))
+            .await;
+        assert!(
+            matches!(&d, Ok(AcquireOutcome::Held(c)) if c.holders[0].owner == "arn:c"),
+            "stale hint {stale_hint}: {d:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn ssm_an_answer_without_a_write_is_confirmed_by_creating_the_next_generation() {
+    // Review finding: SSM reads may be stale, and a release that read a state
+    // from before its own grant would answer not_held and leave the lock held.
+    let AnyStore::Ssm(store) = store("ssm").await else {
+        unreachable!()
+    };
+    let name = LockName::new(unique("confirm")).unwrap();
+    let now = EpochMillis::now();
+    let (old_version, old_doc) = {
+        store
+            .acquire(&name, &owner("arn:a"), lease(), now)
+            .await
+            .unwrap();
+        store
+            .documents
+            .read(&name)
+            .await
+            .unwrap()
+            .expect("generation 1")
+    };
+    store.release(&name, &owner("arn:a"), now).await.unwrap();
+    let documents = &store.documents;
+    let stale = documents.confirm(&name, Some(&old_version), Some(&old_doc), now);
+    assert!(
+        !stale.await.unwrap(),
+        "a read with a newer generation beside it is not confirmed"
+    );
+    assert_eq!(generations(&name).await.len(), 2, "and nothing was written");
+    let (newest, doc) = documents.read(&name).await.unwrap().expect("generation 2");
+    assert!(documents
+        .confirm(&name, Some(&newest), Some(&doc), now)
+        .await
+        .unwrap());
+    assert_eq!(
+        generations(&name).await.len(),
+        3,
+        "the confirmation is a generation"
+    );
+}
+
+#[tokio::test]
+async fn ssm_too_many_updates_on_a_create_is_decided_again() {
+    // Review finding: SSM refuses one of concurrent updates with
+    // TooManyUpdates, which the SDK does not retry: another change came first.
+    let (url, faults) = fault_proxy(
+        "AWS_ENDPOINT_URL_SSM",
+        generation_create,
+        &[(400, "TooManyUpdates")],
+    )
+    .await;
+    let store = AnyStore::Ssm(ssm_store_via(&url).await);
+    let name = LockName::new(unique("too-many-updates")).unwrap();
+    let granted = store
+        .acquire(&name, &owner("arn:me"), lease(), EpochMillis::now())
+        .await;
+    assert!(
+        matches!(granted, Ok(AcquireOutcome::Granted(_))),
+        "{granted:?}"
+    );
+    assert_eq!(faults.injected().len(), 1);
+}
+
+#[tokio::test]
+async fn ssm_a_full_semaphore_can_always_release() {
+    // Review finding: the 4 KB check refused a release that grew the state
+    // by a record. Grants leave room, so every release and renewal fits.
+    let store = store("ssm").await;
+    let name = LockName::new(unique("full")).unwrap();
+    let limit = Limit::new("limit", 60).unwrap();
+    let now = EpochMillis::now();
+    let mut holders = Vec::new();
+    for n in 0..60 {
+        let me = owner(&format!("o{n}"));
+        match store
+            .acquire_with_limit(&name, &me, lease(), limit, now)
+            .await
+        {
+            Ok(AcquireOutcome::Granted(_)) => holders.push(me),
+            Err(StoreError::Refused { field, .. }) if field == "limit" => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        holders.len() > 10 && holders.len() < 60,
+        "{} holders",
+        holders.len()
+    );
+    for me in &holders {
+        let renewed = store
+            .acquire_with_limit(&name, me, lease(), limit, now)
+            .await
+            .unwrap();
+        assert!(matches!(renewed, AcquireOutcome::Renewed(_)));
+        let released = store
+            .release_with_limit(&name, me, limit, now)
+            .await
+            .unwrap();
+        assert_eq!(released, sfn_lock::ReleaseOutcome::Released);
+    }
+}
+
+#[tokio::test]
+async fn a_renewal_marks_the_lock_again() {
+    // Review finding: a marker lost (SSM may drop one re-created within 30 s
+    // of its deletion) was never mended, and the sweep missed the lock.
+    for kind in ["s3", "ssm"] {
+        let store = store(kind).await;
+        let name = LockName::new(unique("remark")).unwrap();
+        let me = Owner::new(unique("arn:remark")).unwrap();
+        let now = EpochMillis::now();
+        store.acquire(&name, &me, lease(), now).await.unwrap();
+        match &store {
+            AnyStore::S3(s) => s.documents.unmark(&me, &name).await.unwrap(),
+            AnyStore::Ssm(s) => s.documents.unmark(&me, &name).await.unwrap(),
+            AnyStore::DynamoDb(_) => unreachable!(),
+        }
+        assert_eq!(store.locks_held_by(&me).await.unwrap(), [], "{kind}");
+        store.acquire(&name, &me, lease(), now).await.unwrap();
+        assert_eq!(store.locks_held_by(&me).await.unwrap(), [name], "{kind}");
+    }
+}

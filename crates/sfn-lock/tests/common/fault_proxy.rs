@@ -88,14 +88,24 @@ async fn serve(mut caller: TcpStream, upstream: &str, state: &Faults, matcher: M
     if let Some((status, code)) = fault.filter(|_| !lose_answer) {
         let line = head.lines().next().unwrap_or_default().to_string();
         state.injected.lock().unwrap().push(line);
-        let xml = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code>\
-             <Message>injected by the test proxy</Message></Error>"
-        );
+        // SSM speaks JSON (its requests name an X-Amz-Target), S3 XML.
+        let (kind, body) = match head.to_ascii_lowercase().contains("\r\nx-amz-target:") {
+            true => (
+                "application/x-amz-json-1.1",
+                format!("{{\"__type\":\"{code}\",\"message\":\"injected by the test proxy\"}}"),
+            ),
+            false => (
+                "application/xml",
+                format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code>\
+                     <Message>injected by the test proxy</Message></Error>"
+                ),
+            ),
+        };
         let answer = format!(
-            "HTTP/1.1 {status} Injected\r\nContent-Type: application/xml\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{xml}",
-            xml.len()
+            "HTTP/1.1 {status} Injected\r\nContent-Type: {kind}\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
         );
         let _ = caller.write_all(answer.as_bytes()).await;
         return;
