@@ -1213,6 +1213,8 @@ def main() -> int:
         print()
         print("Build variants, same run:")
         print(variants_table)
+    for difference in (report["figures"].get("stores") or {}).get("differences_from_recorded", []):
+        print(f"differs from bench/stores.py STORE_REQUESTS (shown, not a failure): {difference}")
     for note in bench.notes:
         print(f"note: {note}")
     print(f"\nwritten: {os.path.relpath(path, ROOT)}  ({report['elapsed_seconds']} s; function logs in {bench.logs})")

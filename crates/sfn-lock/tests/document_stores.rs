@@ -605,3 +605,31 @@ async fn a_renewal_marks_the_lock_again() {
         assert_eq!(store.locks_held_by(&me).await.unwrap(), [name], "{kind}");
     }
 }
+
+#[tokio::test]
+async fn requests_per_call_are_as_designed() {
+    // DESIGN.md's request tables, counted at the wire: (store, fresh acquire,
+    // contended acquire, release, acquire of a used name).
+    for (kind, fresh, contended, release, reused) in [("s3", 3, 1, 3, 3), ("ssm", 5, 2, 5, 5)] {
+        let (store, requests) = counted(kind).await;
+        let name = LockName::new(unique("counted")).unwrap();
+        let now = EpochMillis::now();
+        store
+            .acquire(&name, &owner("arn:a"), lease(), now)
+            .await
+            .unwrap();
+        assert_eq!(requests.take(), fresh, "{kind}: fresh acquire");
+        store
+            .acquire(&name, &owner("arn:b"), lease(), now)
+            .await
+            .unwrap();
+        assert_eq!(requests.take(), contended, "{kind}: contended acquire");
+        store.release(&name, &owner("arn:a"), now).await.unwrap();
+        assert_eq!(requests.take(), release, "{kind}: release");
+        store
+            .acquire(&name, &owner("arn:b"), lease(), now)
+            .await
+            .unwrap();
+        assert_eq!(requests.take(), reused, "{kind}: acquire of a used name");
+    }
+}
