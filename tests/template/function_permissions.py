@@ -112,11 +112,13 @@ LOCK_OBJECTS = "arn:${AWS::Partition}:s3:::${LockBucket}/locks/*"  # LOCK_STORE_
 LOCK_BUCKET = "arn:${AWS::Partition}:s3:::${LockBucket}"
 LOCK_PARAMETERS = ("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/"
                    "${AWS::StackName}/*")  # LOCK_STORE_URL ssm:///sfn-lock/${AWS::StackName}
-# ssm.rs: read (GetParameter of the current-generation hint), write (PutParameter without
-# overwrite; after a lost create a GetParameters probe; DeleteParameters of superseded
-# generations), mark / unmark (PutParameter / DeleteParameters); the sweep lists an
+# ssm.rs / ssm_calls.rs: read (GetParameter of the current-generation hint, a GetParameters
+# probe, or GetParametersByPath of the lock's generations when the hint proves nothing),
+# write (DeleteParameters of superseded generations, PutParameter without overwrite, then
+# of the hint), mark / unmark (PutParameter / DeleteParameters); the sweep also lists an
 # owner's markers (GetParametersByPath).
-SSM_ACTIONS = ("ssm:GetParameter", "ssm:GetParameters", "ssm:PutParameter", "ssm:DeleteParameters")
+SSM_ACTIONS = ("ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath", "ssm:PutParameter",
+               "ssm:DeleteParameters")
 # (action, resource as written, the statement's Condition as JSON or "") per function,
 # from what document_store.rs's methods call per function (acquire: read, mark,
 # write; release: read, write, unmark; the sweep: marked, then release's) and
@@ -134,7 +136,7 @@ STORE_GRANTS: dict[str, dict[str, set[tuple[str, str, str]]]] = {
     "ssm": {
         ACQUIRE: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS},
         RELEASE: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS},
-        SWEEP: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS + ("ssm:GetParametersByPath",)},
+        SWEEP: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS},
     },
 }
 # The SDK crate each store's code uses, and its operations' IAM actions (S3's are
@@ -1141,9 +1143,9 @@ def self_test(raw: dict, sources: Sources) -> int:
         ("an SSM call no function may make (ssm.rs)", [_prepend(
             ssm_rs, "async fn stray(client: &aws_sdk_ssm::Client) { let _ = client.get_parameter_history().send().await; }")],
          "missing", ("LockStore=ssm", "ssm:GetParameterHistory", "no lock function")),
-        ("ssm:GetParametersByPath for acquire, which lists nothing", [lambda t: _store_statement(
-            ACQUIRE, "UseSsmStore", "ReadAndWriteLockParameters")(t)["Action"].append("ssm:GetParametersByPath")],
-         "extra", ("LockStore=ssm", ACQUIRE, "ssm:GetParametersByPath")),
+        ("ssm:DeleteParameter for acquire, which deletes in batches only", [lambda t: _store_statement(
+            ACQUIRE, "UseSsmStore", "ReadAndWriteLockParameters")(t)["Action"].append("ssm:DeleteParameter")],
+         "extra", ("LockStore=ssm", ACQUIRE, "ssm:DeleteParameter")),
     ]
     for label, changes, rule, words in stores_cases:
         try:
