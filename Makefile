@@ -13,7 +13,7 @@ E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 .PHONY: demo test tools lint rust-test e2e stores-test template-check bench bench-smoke mutants hand-mutants deploy clean
 
 demo: $(VENV)/.installed node_modules/.installed
-	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5'
+	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5 && cargo run -p sfn-lock --example stores'
 
 # Tools, lint, template checks, the Rust suites and the state-machine runs on
 # one local stack, the bench smoke run; each part's time is printed at the end.
