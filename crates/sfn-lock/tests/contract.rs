@@ -5,30 +5,8 @@
 
 mod common;
 
-use common::unique;
-use sfn_lock::{
-    AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, LockName, LockStore, Owner,
-    ReleaseOutcome,
-};
-
-fn lease(seconds: i64) -> LeaseSeconds {
-    LeaseSeconds::new("leaseSeconds", seconds).unwrap()
-}
-
-fn owner(name: &str) -> Owner {
-    Owner::new(name).unwrap()
-}
-
-fn granted(outcome: AcquireOutcome) -> Lease {
-    match outcome {
-        AcquireOutcome::Granted(lease) => lease,
-        other => panic!("expected a new grant, got {other:?}"),
-    }
-}
-
-fn lock(prefix: &str) -> LockName {
-    LockName::new(unique(prefix)).unwrap()
-}
+use common::stores::{granted, lease, lock, owner};
+use sfn_lock::{AcquireOutcome, AnyStore, EpochMillis, LockStore, ReleaseOutcome};
 
 for_every_store!(
     a_free_lock_is_granted_until_its_lease_ends,

@@ -4,30 +4,11 @@
 
 mod common;
 
+use common::stores::{granted, lease, lock, owner};
 use common::unique;
 use sfn_lock::{
-    AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore, Owner,
-    ReleaseOutcome,
+    AcquireOutcome, AnyStore, EpochMillis, Limit, LockName, LockStore, Owner, ReleaseOutcome,
 };
-
-fn lease(seconds: i64) -> LeaseSeconds {
-    LeaseSeconds::new("leaseSeconds", seconds).unwrap()
-}
-
-fn owner(name: &str) -> Owner {
-    Owner::new(name).unwrap()
-}
-
-fn granted(outcome: AcquireOutcome) -> Lease {
-    match outcome {
-        AcquireOutcome::Granted(lease) => lease,
-        other => panic!("expected a new grant, got {other:?}"),
-    }
-}
-
-fn lock(prefix: &str) -> LockName {
-    LockName::new(unique(prefix)).unwrap()
-}
 
 for_every_store!(
     a_semaphore_admits_limit_holders_each_with_its_own_token,

@@ -4,9 +4,11 @@
 
 use sfn_lock::any_store::s3_client;
 use sfn_lock::lambda::sdk_config;
-use sfn_lock::{AnyStore, DynamoStore, S3Store, SsmStore};
+use sfn_lock::{
+    AcquireOutcome, AnyStore, DynamoStore, Lease, LeaseSeconds, LockName, Owner, S3Store, SsmStore,
+};
 
-use super::{required_env, table_name, RequestCounter};
+use super::{required_env, table_name, unique, RequestCounter};
 
 pub const S3_PREFIX: &str = "contract/";
 pub const SSM_PATH: &str = "/sfn-lock-test/contract";
@@ -74,4 +76,25 @@ macro_rules! for_every_store {
             }
         }
     )*};
+}
+
+pub fn lease(seconds: i64) -> LeaseSeconds {
+    LeaseSeconds::new("leaseSeconds", seconds).unwrap()
+}
+
+pub fn owner(name: &str) -> Owner {
+    Owner::new(name).unwrap()
+}
+
+/// The new grant `outcome` must be.
+pub fn granted(outcome: AcquireOutcome) -> Lease {
+    match outcome {
+        AcquireOutcome::Granted(lease) => lease,
+        other => panic!("expected a new grant, got {other:?}"),
+    }
+}
+
+/// A lock name no other test uses.
+pub fn lock(prefix: &str) -> LockName {
+    LockName::new(unique(prefix)).unwrap()
 }
