@@ -50,6 +50,8 @@ hand-mutants: $(VENV)/.installed $(LINT_VENV)/.installed node_modules/.installed
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	# The DynamoDB-only functions (no S3, no SSM) must build too.
+	cargo clippy -p acquire-lock -p release-lock -p release-execution-locks --no-default-features --quiet -- -D warnings
 
 template-check: $(LINT_VENV)/.installed node_modules/.installed
 	tests/template/check.sh

@@ -28,7 +28,7 @@ async fn main() -> Result<(), Error> {
         format!("s3://{bucket}/demo/"),
         "ssm:///sfn-lock/demo".to_string(),
     ] {
-        let store = AnyStore::from_url(&StoreUrl::parse(&url)?, &sdk);
+        let store = AnyStore::from_url(&StoreUrl::parse(&url)?, &sdk)?;
         let now = EpochMillis::now();
         let token = |outcome: &AcquireOutcome| match outcome {
             AcquireOutcome::Granted(lease) => format!("granted, token {}", lease.fencing_token),

@@ -1,13 +1,13 @@
 //! The store `LOCK_STORE_URL` names, as one type the functions hold.
 
-use aws_sdk_s3::config::Builder as S3ConfigBuilder;
-
 use crate::dynamodb::DynamoStore;
-use crate::error::StoreError;
+use crate::error::{LockError, StoreError};
 use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
 use crate::queue::TaskToken;
 use crate::request::{LeaseSeconds, Limit};
+#[cfg(feature = "s3")]
 use crate::s3::S3Store;
+#[cfg(feature = "ssm")]
 use crate::ssm::SsmStore;
 use crate::store::LockStore;
 use crate::store_url::StoreUrl;
@@ -16,35 +16,58 @@ use crate::store_url::StoreUrl;
 #[derive(Clone, Debug)]
 pub enum AnyStore {
     DynamoDb(DynamoStore),
+    #[cfg(feature = "s3")]
     S3(S3Store),
+    #[cfg(feature = "ssm")]
     Ssm(SsmStore),
 }
 
 impl AnyStore {
     /// The store `url` names, with clients from `sdk`. A DynamoDB store gets
-    /// no waker here: the caller adds one if it hands off queued waiters.
-    pub fn from_url(url: &StoreUrl, sdk: &aws_config::SdkConfig) -> Self {
+    /// no waker here: the caller adds one if it hands off queued waiters. A
+    /// store this build leaves out (features `s3`, `ssm`) is a configuration
+    /// error naming `LOCK_STORE_URL`.
+    pub fn from_url(url: &StoreUrl, sdk: &aws_config::SdkConfig) -> Result<Self, LockError> {
         match url {
-            StoreUrl::DynamoDb { table } => {
-                AnyStore::DynamoDb(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table))
-            }
+            StoreUrl::DynamoDb { table } => Ok(AnyStore::DynamoDb(DynamoStore::new(
+                aws_sdk_dynamodb::Client::new(sdk),
+                table,
+            ))),
+            #[cfg(feature = "s3")]
             StoreUrl::S3 { bucket, prefix } => {
-                AnyStore::S3(S3Store::s3(s3_client(sdk), bucket, prefix))
+                Ok(AnyStore::S3(S3Store::s3(s3_client(sdk), bucket, prefix)))
             }
-            StoreUrl::Ssm { path } => {
-                AnyStore::Ssm(SsmStore::ssm(aws_sdk_ssm::Client::new(sdk), path))
-            }
+            #[cfg(not(feature = "s3"))]
+            StoreUrl::S3 { .. } => Err(left_out("s3")),
+            #[cfg(feature = "ssm")]
+            StoreUrl::Ssm { path } => Ok(AnyStore::Ssm(SsmStore::ssm(
+                aws_sdk_ssm::Client::new(sdk),
+                path,
+            ))),
+            #[cfg(not(feature = "ssm"))]
+            StoreUrl::Ssm { .. } => Err(left_out("ssm")),
         }
     }
 }
 
+#[cfg(feature = "s3")]
 /// An S3 client. A local endpoint (`AWS_ENDPOINT_URL_S3` or
 /// `AWS_ENDPOINT_URL`, as in the tests) serves buckets by path, not by host name.
 pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     let local = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
         .iter()
         .any(|name| std::env::var(name).is_ok_and(|url| !url.trim().is_empty()));
-    aws_sdk_s3::Client::from_conf(S3ConfigBuilder::from(sdk).force_path_style(local).build())
+    let config = aws_sdk_s3::config::Builder::from(sdk).force_path_style(local);
+    aws_sdk_s3::Client::from_conf(config.build())
+}
+
+/// `LOCK_STORE_URL` names a store this build left out.
+#[cfg(not(all(feature = "s3", feature = "ssm")))]
+fn left_out(feature: &str) -> LockError {
+    LockError::invalid(
+        "LOCK_STORE_URL",
+        format!("names a store these functions were built without (cargo feature `{feature}`)"),
+    )
 }
 
 /// Every call goes to the store inside. Boxed: the stores' futures nested in
@@ -53,7 +76,9 @@ macro_rules! each {
     ($store:expr, $inner:ident => $call:expr) => {
         match $store {
             AnyStore::DynamoDb($inner) => Box::pin($call).await,
+            #[cfg(feature = "s3")]
             AnyStore::S3($inner) => Box::pin($call).await,
+            #[cfg(feature = "ssm")]
             AnyStore::Ssm($inner) => Box::pin($call).await,
         }
     };
@@ -105,5 +130,30 @@ impl LockStore for AnyStore {
 
     async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
         each!(self, store => store.locks_held_by(owner))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_store_this_build_left_out_is_a_configuration_error() {
+        let sdk = aws_config::SdkConfig::builder().build();
+        for url in ["s3://bucket/prefix/", "ssm:///locks"] {
+            let url = StoreUrl::parse(url).unwrap();
+            let compiled = match &url {
+                StoreUrl::S3 { .. } => cfg!(feature = "s3"),
+                _ => cfg!(feature = "ssm"),
+            };
+            match AnyStore::from_url(&url, &sdk) {
+                Ok(_) => assert!(compiled, "{url}"),
+                Err(LockError::InvalidRequest { field, .. }) => {
+                    assert!(!compiled, "{url}");
+                    assert_eq!(field, "LOCK_STORE_URL");
+                }
+                Err(other) => panic!("{url}: {other:?}"),
+            }
+        }
     }
 }

@@ -123,20 +123,21 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 pub async fn locker_from_env() -> ConfiguredLocker {
     let config = Config::from_env().inspect_err(log_misconfiguration)?;
     let sdk = sdk_config().await;
-    let store = store_with_waker(&config.store, &sdk);
+    let store = store_with_waker(&config.store, &sdk).inspect_err(log_misconfiguration)?;
     tracing::debug!(store = %config.store, "lock store");
     Ok(Locker::new(store, config.default_lease))
 }
 
 /// The configured store; a DynamoDB store also hands off to queued waiters,
 /// waking them through Step Functions.
-fn store_with_waker(url: &StoreUrl, sdk: &aws_config::SdkConfig) -> AnyStore {
-    match AnyStore::from_url(url, sdk) {
+fn store_with_waker(url: &StoreUrl, sdk: &aws_config::SdkConfig) -> Result<AnyStore, LockError> {
+    Ok(match AnyStore::from_url(url, sdk)? {
         AnyStore::DynamoDb(store) => {
             AnyStore::DynamoDb(store.with_waker(Arc::new(SfnWaker::new(waker_client(sdk)))))
         }
+        #[allow(unreachable_patterns)] // a DynamoDB-only build has no other store
         other => other,
-    }
+    })
 }
 
 /// The Step Functions client that wakes queued waiters: no SDK retries;
@@ -197,7 +198,7 @@ pub async fn sweeper_from_env() -> ConfiguredSweeper {
         .filter(|url| !url.trim().is_empty())
         .map(|url| SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), url));
     Ok(Sweeper {
-        store: store_with_waker(&config.store, &sdk),
+        store: store_with_waker(&config.store, &sdk).inspect_err(log_misconfiguration)?,
         executions: StepFunctions::new(aws_sdk_sfn::Client::new(&sdk)),
         requeue,
         policy,

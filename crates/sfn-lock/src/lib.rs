@@ -41,9 +41,13 @@ mod lock;
 mod model;
 pub mod queue;
 mod request;
+#[cfg(feature = "s3")]
 pub mod s3;
+#[cfg(feature = "ssm")]
 pub mod ssm;
+#[cfg(feature = "ssm")]
 mod ssm_calls;
+#[cfg(feature = "ssm")]
 mod ssm_generations;
 mod store;
 pub mod store_names;
@@ -62,7 +66,9 @@ pub use model::{
 };
 pub use queue::{SfnWaker, TaskToken, Wake, WakeOutcome};
 pub use request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, MAX_LIMIT};
+#[cfg(feature = "s3")]
 pub use s3::S3Store;
+#[cfg(feature = "ssm")]
 pub use ssm::SsmStore;
 pub use store::LockStore;
 pub use store_url::StoreUrl;
