@@ -14,8 +14,13 @@
 # bench.py starts with scripts/local-stack.sh; that serves the dev-profile binaries
 # through `cargo lambda watch`, as the e2e tests do, so a full run also builds those.
 #
+# A release run also builds the functions with the DynamoDB store only
+# (--no-default-features: no S3, no SSM SDK) and reports their sizes beside the
+# full build's; the binaries go to target/bench-dynamodb-only/.
+#
 # Options after the mode are passed to bench/bench.py (e.g. --warm-runs 3).
-# Environment: BENCH_ARM64=0 skips the arm64 build; BENCH_PROFILE=dev|release.
+# Environment: BENCH_ARM64=0 skips the arm64 build; BENCH_DYNAMODB_ONLY=0 skips the
+# DynamoDB-only build; BENCH_PROFILE=dev|release.
 # Needs: cargo, python3 (3.9+), and the project's .venv and node_modules
 # (`make tools`); creates .venv-bench from bench/requirements.txt itself.
 set -euo pipefail
@@ -30,6 +35,7 @@ if [ "${1:-}" = "--smoke" ]; then
 fi
 profile=${BENCH_PROFILE:-$([ "$smoke" = 1 ] && echo dev || echo release)}
 arm64=${BENCH_ARM64:-$([ "$smoke" = 1 ] && echo 0 || echo 1)}
+dynamodb_only=${BENCH_DYNAMODB_ONLY:-$([ "$profile" = release ] && echo 1 || echo 0)}
 say() { echo "bench: $*" >&2; }
 
 for tool in "$root/.venv/bin/python" "$root/.venv/bin/moto_server"; do
@@ -59,8 +65,20 @@ if [ "$profile" = release ]; then
 else
   outdir="$root/target/debug"
 fi
+functions=(acquire-lock release-lock release-execution-locks)
+if [ "$dynamodb_only" = 1 ]; then
+  # First, so that the full build below leaves its binaries in $outdir (cargo keeps
+  # both builds' artifacts apart: switching back relinks nothing).
+  say "building the functions with the DynamoDB store only ($profile, --no-default-features)"
+  cargo build "${cargo_flags[@]}" "${functions[@]/#/--package=}" --no-default-features
+  mkdir -p "$root/target/bench-dynamodb-only"
+  for fn in "${functions[@]}"; do cp "$outdir/$fn" "$root/target/bench-dynamodb-only/$fn"; done
+fi
 say "building the functions ($profile)"
 cargo build "${cargo_flags[@]}" --workspace --bins
+if [ "$dynamodb_only" = 1 ] && cmp -s "$outdir/acquire-lock" "$root/target/bench-dynamodb-only/acquire-lock"; then
+  say "the full build left the DynamoDB-only acquire-lock in $outdir"; exit 2
+fi
 cp "$root/Cargo.lock" "$root/bench/rust/Cargo.lock"
 say "building bench/rust (bare-call, null-function)"
 CARGO_TARGET_DIR="$root/target" cargo build "${cargo_flags[@]}" --manifest-path "$root/bench/rust/Cargo.toml" --bins
@@ -74,6 +92,9 @@ args=(
   --node "$node"
   --work-dir "$root/target/bench"
 )
+if [ "$dynamodb_only" = 1 ]; then
+  args+=(--dynamodb-only-dir "$root/target/bench-dynamodb-only")
+fi
 
 if [ "$arm64" = 1 ]; then
   if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu \
