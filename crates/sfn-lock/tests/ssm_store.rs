@@ -1,0 +1,367 @@
+//! What only the SSM store must show: old generations deleted only once
+//! superseded long enough, a hint that lags, is too old or is missing
+//! misleading nobody, an answer without a write confirmed by a create,
+//! `TooManyUpdates`, and the 4 KB a parameter holds. Against the local server.
+
+mod common;
+
+use common::fault_proxy::{fault_proxy, generation_create};
+use common::stores::{store, SSM_PATH};
+use common::unique;
+use sfn_lock::document_store::Documents;
+use sfn_lock::lambda::sdk_config;
+use sfn_lock::ssm::KEEP_SUPERSEDED_MILLIS;
+use sfn_lock::{
+    AcquireOutcome, AnyStore, EpochMillis, LeaseSeconds, Limit, LockName, LockStore, Owner,
+    StoreError,
+};
+
+fn lease() -> LeaseSeconds {
+    LeaseSeconds::new("leaseSeconds", 60).unwrap()
+}
+
+fn owner(name: &str) -> Owner {
+    Owner::new(name).unwrap()
+}
+
+async fn ssm_store_via(endpoint: &str) -> sfn_lock::SsmStore {
+    let config = aws_sdk_ssm::config::Builder::from(&sdk_config().await)
+        .endpoint_url(endpoint)
+        .build();
+    sfn_lock::SsmStore::ssm(aws_sdk_ssm::Client::from_conf(config), SSM_PATH)
+}
+
+fn refused_field(result: Result<AcquireOutcome, StoreError>) -> String {
+    match result {
+        Err(StoreError::Refused { field, .. }) => field,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// The lock's generation parameters (not its `current` hint), oldest first.
+async fn generations(name: &LockName) -> Vec<String> {
+    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let path = format!(
+        "{SSM_PATH}/{}",
+        sfn_lock::store_names::encode_name(name.as_str())
+    );
+    let page = client
+        .get_parameters_by_path()
+        .path(path)
+        .send()
+        .await
+        .unwrap();
+    assert!(page.next_token.is_none(), "few enough for one page");
+    let mut names: Vec<String> = page
+        .parameters()
+        .iter()
+        .filter_map(|p| p.name()?.rsplit('/').next().map(str::to_string))
+        .filter(|last| last != "current")
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn ssm_deletes_generations_superseded_long_enough_ago() {
+    let store = store("ssm").await;
+    let name = LockName::new(unique("generations")).unwrap();
+    let now = EpochMillis::now();
+    let at = |millis: i64| EpochMillis(now.0 + millis);
+    store
+        .acquire(&name, &owner("arn:a"), lease(), now)
+        .await
+        .unwrap();
+    store.release(&name, &owner("arn:a"), now).await.unwrap();
+    store
+        .acquire(&name, &owner("arn:b"), lease(), now)
+        .await
+        .unwrap();
+    assert_eq!(generations(&name).await.len(), 3);
+    // Superseded for longer than the keep time, as far as the checkpoints show.
+    let later = at(KEEP_SUPERSEDED_MILLIS + 1);
+    store.release(&name, &owner("arn:b"), later).await.unwrap();
+    assert_eq!(
+        generations(&name).await.len(),
+        4,
+        "generation 3 was superseded just now"
+    );
+    let latest = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
+    let token = match store
+        .acquire(&name, &owner("arn:c"), lease(), latest)
+        .await
+        .unwrap()
+    {
+        AcquireOutcome::Granted(lease) => lease.fencing_token,
+        other => panic!("{other:?}"),
+    };
+    let left = generations(&name).await;
+    assert_eq!(left.len(), 2, "1 to 3 are gone: {left:?}");
+    assert!(left[0].ends_with("4") && left[1].ends_with("5"), "{left:?}");
+    assert!(token > 2, "the counter lives in the newest generation");
+}
+
+#[tokio::test]
+async fn ssm_a_lagging_current_hint_is_repaired_and_decides_nothing() {
+    let store = store("ssm").await;
+    let name = LockName::new(unique("lagging")).unwrap();
+    let now = EpochMillis::now();
+    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let lock_path = format!(
+        "{SSM_PATH}/{}",
+        sfn_lock::store_names::encode_name(name.as_str())
+    );
+    store
+        .acquire(&name, &owner("arn:a"), lease(), now)
+        .await
+        .unwrap();
+    // The hint as it was after generation 1 (a free lock would read as held by a).
+    let first = client
+        .get_parameter()
+        .name(format!("{lock_path}/current"))
+        .send()
+        .await
+        .unwrap();
+    let stale = first
+        .parameter()
+        .and_then(|p| p.value())
+        .unwrap()
+        .to_string();
+    store.release(&name, &owner("arn:a"), now).await.unwrap();
+    client
+        .put_parameter()
+        .name(format!("{lock_path}/current"))
+        .value(stale)
+        .overwrite(true)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    // The stale hint says a holds it; generation 2 (released) is the truth.
+    let b = store
+        .acquire(&name, &owner("arn:b"), lease(), now)
+        .await
+        .unwrap();
+    assert!(matches!(b, AcquireOutcome::Granted(_)), "{b:?}");
+    assert_eq!(generations(&name).await.len(), 3);
+    let a_again = store.release(&name, &owner("arn:a"), now).await.unwrap();
+    assert!(
+        matches!(&a_again, sfn_lock::ReleaseOutcome::HeldByOther(h) if h.owner == "arn:b"),
+        "{a_again:?}"
+    );
+}
+
+#[tokio::test]
+async fn ssm_refuses_holders_whose_state_would_not_fit_a_parameter() {
+    let store = store("ssm").await;
+    let name = LockName::new(unique("too-many")).unwrap();
+    let five = Limit::new("limit", 5).unwrap();
+    let long = |n: usize| Owner::new(format!("arn:{n}:{}", "x".repeat(1500))).unwrap();
+    let now = EpochMillis::now();
+    for n in 0..2 {
+        let granted = store
+            .acquire_with_limit(&name, &long(n), lease(), five, now)
+            .await
+            .unwrap();
+        assert!(matches!(granted, AcquireOutcome::Granted(_)));
+    }
+    let third = store
+        .acquire_with_limit(&name, &long(2), lease(), five, now)
+        .await;
+    assert_eq!(refused_field(third), "limit");
+    // Nothing changed: the two holders stand, the third is not among them.
+    let short = owner("arn:short");
+    let two = Limit::new("limit", 2).unwrap();
+    let sixth = store
+        .acquire_with_limit(&name, &short, lease(), two, now)
+        .await;
+    let AcquireOutcome::Held(contention) = sixth.unwrap() else {
+        panic!("two holders fill a limit of 2");
+    };
+    assert_eq!(contention.holders.len(), 2);
+}
+
+/// The lock's `current` hint: read, or set to `value` (`None` deletes it).
+async fn current_hint(name: &LockName, set: Option<Option<String>>) -> Option<String> {
+    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let current = format!(
+        "{SSM_PATH}/{}/current",
+        sfn_lock::store_names::encode_name(name.as_str())
+    );
+    match set {
+        None => {
+            let got = client.get_parameter().name(current).send().await.ok()?;
+            got.parameter().and_then(|p| p.value()).map(str::to_string)
+        }
+        Some(Some(value)) => {
+            let put = client
+                .put_parameter()
+                .name(current)
+                .value(value)
+                .overwrite(true);
+            put.r#type(aws_sdk_ssm::types::ParameterType::String)
+                .send()
+                .await
+                .unwrap();
+            None
+        }
+        Some(None) => {
+            client
+                .delete_parameter()
+                .name(current)
+                .send()
+                .await
+                .unwrap();
+            None
+        }
+    }
+}
+
+#[tokio::test]
+async fn ssm_a_hint_older_than_every_kept_generation_misleads_nobody() {
+    // Review finding: a hint below the oldest kept generation (or none) made
+    // the probe find nothing, and a create re-made a deleted generation: a
+    // second chain, and a second holder.
+    for stale_hint in [true, false] {
+        let store = store("ssm").await;
+        let name = LockName::new(unique("below-tail")).unwrap();
+        let now = EpochMillis::now();
+        let at = |millis: i64| EpochMillis(now.0 + millis);
+        store
+            .acquire(&name, &owner("arn:a"), lease(), now)
+            .await
+            .unwrap();
+        let first_hint = current_hint(&name, None).await.expect("hint");
+        for _ in 0..11 {
+            store.release(&name, &owner("arn:a"), now).await.unwrap();
+            store
+                .acquire(&name, &owner("arn:a"), lease(), now)
+                .await
+                .unwrap();
+        }
+        store
+            .release(&name, &owner("arn:a"), at(KEEP_SUPERSEDED_MILLIS + 1))
+            .await
+            .unwrap();
+        let later = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
+        let c = store
+            .acquire(&name, &owner("arn:c"), lease(), later)
+            .await
+            .unwrap();
+        assert!(matches!(c, AcquireOutcome::Granted(_)), "{c:?}");
+        assert!(
+            generations(&name).await.len() <= 3,
+            "old generations deleted"
+        );
+        current_hint(&name, Some(stale_hint.then_some(first_hint))).await;
+        let d = store
+            .acquire(&name, &owner("arn:d"), lease(), EpochMillis(later.0 + 1))
+            .await;
+        assert!(
+            matches!(&d, Ok(AcquireOutcome::Held(c)) if c.holders[0].owner == "arn:c"),
+            "stale hint {stale_hint}: {d:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn ssm_an_answer_without_a_write_is_confirmed_by_creating_the_next_generation() {
+    // Review finding: SSM reads may be stale, and a release that read a state
+    // from before its own grant would answer not_held and leave the lock held.
+    let AnyStore::Ssm(store) = store("ssm").await else {
+        unreachable!()
+    };
+    let name = LockName::new(unique("confirm")).unwrap();
+    let now = EpochMillis::now();
+    let (old_version, old_doc) = {
+        store
+            .acquire(&name, &owner("arn:a"), lease(), now)
+            .await
+            .unwrap();
+        store
+            .documents
+            .read(&name)
+            .await
+            .unwrap()
+            .expect("generation 1")
+    };
+    store.release(&name, &owner("arn:a"), now).await.unwrap();
+    let documents = &store.documents;
+    let stale = documents.confirm(&name, Some(&old_version), Some(&old_doc), now);
+    assert!(
+        !stale.await.unwrap(),
+        "a read with a newer generation beside it is not confirmed"
+    );
+    assert_eq!(generations(&name).await.len(), 2, "and nothing was written");
+    let (newest, doc) = documents.read(&name).await.unwrap().expect("generation 2");
+    assert!(documents
+        .confirm(&name, Some(&newest), Some(&doc), now)
+        .await
+        .unwrap());
+    assert_eq!(
+        generations(&name).await.len(),
+        3,
+        "the confirmation is a generation"
+    );
+}
+
+#[tokio::test]
+async fn ssm_too_many_updates_on_a_create_is_decided_again() {
+    // Review finding: SSM refuses one of concurrent updates with
+    // TooManyUpdates, which the SDK does not retry: another change came first.
+    let (url, faults) = fault_proxy(
+        "AWS_ENDPOINT_URL_SSM",
+        generation_create,
+        &[(400, "TooManyUpdates")],
+    )
+    .await;
+    let store = AnyStore::Ssm(ssm_store_via(&url).await);
+    let name = LockName::new(unique("too-many-updates")).unwrap();
+    let granted = store
+        .acquire(&name, &owner("arn:me"), lease(), EpochMillis::now())
+        .await;
+    assert!(
+        matches!(granted, Ok(AcquireOutcome::Granted(_))),
+        "{granted:?}"
+    );
+    assert_eq!(faults.injected().len(), 1);
+}
+
+#[tokio::test]
+async fn ssm_a_full_semaphore_can_always_release() {
+    // Review finding: the 4 KB check refused a release that grew the state
+    // by a record. Grants leave room, so every release and renewal fits.
+    let store = store("ssm").await;
+    let name = LockName::new(unique("full")).unwrap();
+    let limit = Limit::new("limit", 60).unwrap();
+    let now = EpochMillis::now();
+    let mut holders = Vec::new();
+    for n in 0..60 {
+        let me = owner(&format!("o{n}"));
+        match store
+            .acquire_with_limit(&name, &me, lease(), limit, now)
+            .await
+        {
+            Ok(AcquireOutcome::Granted(_)) => holders.push(me),
+            Err(StoreError::Refused { field, .. }) if field == "limit" => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        holders.len() > 10 && holders.len() < 60,
+        "{} holders",
+        holders.len()
+    );
+    for me in &holders {
+        let renewed = store
+            .acquire_with_limit(&name, me, lease(), limit, now)
+            .await
+            .unwrap();
+        assert!(matches!(renewed, AcquireOutcome::Renewed(_)));
+        let released = store
+            .release_with_limit(&name, me, limit, now)
+            .await
+            .unwrap();
+        assert_eq!(released, sfn_lock::ReleaseOutcome::Released);
+    }
+}
