@@ -306,3 +306,67 @@ async fn requests_per_call_are_as_designed() {
         assert_eq!(requests.take(), reused, "{kind}: acquire of a used name");
     }
 }
+
+#[tokio::test]
+async fn tokens_rise_after_the_lock_was_deleted() {
+    // S3's lifecycle rule deletes a lock unused for 400 days (someone may
+    // also delete SSM parameters by hand): the next document counts on from
+    // the grant time in microseconds, above every token the old one issued.
+    for kind in ["s3", "ssm"] {
+        let store = store(kind).await;
+        let name = LockName::new(unique("deleted")).unwrap();
+        let now = EpochMillis::now();
+        let first = match store
+            .acquire(&name, &owner("arn:a"), lease(), now)
+            .await
+            .unwrap()
+        {
+            AcquireOutcome::Granted(lease) => lease.fencing_token,
+            other => panic!("{other:?}"),
+        };
+        store.release(&name, &owner("arn:a"), now).await.unwrap();
+        let sdk = sdk_config().await;
+        let encoded = sfn_lock::store_names::encode_name(name.as_str());
+        if kind == "s3" {
+            let client = s3_client(&sdk);
+            let key = format!("{S3_PREFIX}{encoded}");
+            client
+                .delete_object()
+                .bucket(bucket())
+                .key(key)
+                .send()
+                .await
+                .unwrap();
+        } else {
+            let client = aws_sdk_ssm::Client::new(&sdk);
+            let path = format!("{SSM_PATH}/{encoded}");
+            let page = client
+                .get_parameters_by_path()
+                .path(path)
+                .send()
+                .await
+                .unwrap();
+            let names = page
+                .parameters()
+                .iter()
+                .filter_map(|p| p.name().map(str::to_string));
+            let names: Vec<String> = names.collect();
+            assert!(!names.is_empty());
+            client
+                .delete_parameters()
+                .set_names(Some(names))
+                .send()
+                .await
+                .unwrap();
+        }
+        let later = EpochMillis(now.0 + 1);
+        match store
+            .acquire(&name, &owner("arn:b"), lease(), later)
+            .await
+            .unwrap()
+        {
+            AcquireOutcome::Granted(lease) => assert!(lease.fencing_token > first, "{kind}"),
+            other => panic!("{kind}: {other:?}"),
+        }
+    }
+}
