@@ -144,13 +144,10 @@ pub fn decide_acquire(
     // Expired holders (the caller's own included) lose their permits now.
     next.holders
         .retain(|h| live(h, now) && h.owner != owner.as_str());
-    // A new document counts on from the grant time in microseconds, so a
-    // deleted one's successor still issues higher tokens (DESIGN.md).
-    let base = if doc.is_some() {
-        next.fencing_token
-    } else {
-        u64::try_from(token_base(now)).unwrap_or(0)
-    };
+    // Tokens count on from the grant time in microseconds at least, so a
+    // document made anew (deleted, or first written by a release's
+    // confirmation) still issues higher tokens than any before (DESIGN.md).
+    let base = u64::try_from(token_base(now)).unwrap_or(0);
     next.fencing_token = base.max(next.fencing_token) + 1;
     let holder = DocHolder {
         owner: owner.as_str().to_string(),

@@ -106,12 +106,6 @@ impl<D: Documents> DocumentStore<D> {
             let read = self.documents.read(lock_name).await?;
             let (version, doc) = split(&read);
             let outcome = match decide_release(doc, owner, &release_id, granted_before, now) {
-                ReleaseStep::Answer(outcome) => {
-                    if !self.documents.confirm(lock_name, version, doc, now).await? {
-                        continue;
-                    }
-                    outcome
-                }
                 ReleaseStep::Write(next) => {
                     if !self.documents.write(lock_name, version, &next, now).await? {
                         debug!(
@@ -122,12 +116,26 @@ impl<D: Documents> DocumentStore<D> {
                     }
                     ReleaseOutcome::Released
                 }
+                // Found by this call's own release record: it landed.
+                ReleaseStep::Answer(ReleaseOutcome::Released) => ReleaseOutcome::Released,
+                ReleaseStep::Answer(outcome) => {
+                    if !self.documents.confirm(lock_name, version, doc, now).await? {
+                        continue;
+                    }
+                    outcome
+                }
             };
-            // The owner holds this lock no longer (unless a later grant of its
-            // own stays): its marker goes, so the sweep need not look again.
-            let still_holds =
-                matches!(&outcome, ReleaseOutcome::HeldByOther(h) if h.owner == owner.as_str());
-            if !still_holds {
+            // The marker goes once the owner's grant is freed. Otherwise only
+            // the sweep removes it (its owner has ended; a later grant of its
+            // own stays): a release-lock that found nothing may run beside
+            // the same owner's acquire, whose marker must stay.
+            let unmark = match (&outcome, granted_before) {
+                (ReleaseOutcome::Released, _) => true,
+                (ReleaseOutcome::HeldByOther(h), Some(_)) => h.owner != owner.as_str(),
+                (_, Some(_)) => true,
+                (_, None) => false,
+            };
+            if unmark {
                 self.documents.unmark(owner, lock_name).await?;
             }
             return Ok(outcome);

@@ -160,8 +160,17 @@ impl Documents for SsmDocuments {
         if !deletable.is_empty() && !self.delete_generations(lock_name, deletable).await {
             next = next_envelope(read, doc.clone(), now.0, false).0;
         }
-        let held_before = read.map_or(0, |read| read.lock.holders.len());
-        let value = fit(&mut next, doc.holders.len() > held_before)?;
+        // A grant brings a holder the read did not have (the count may stay,
+        // when it replaces an expired one).
+        let before = read
+            .map(|read| read.lock.holders.as_slice())
+            .unwrap_or_default();
+        let grant = doc.holders.iter().any(|holder| {
+            !before
+                .iter()
+                .any(|b| b.owner == holder.owner && b.fencing_token == holder.fencing_token)
+        });
+        let value = fit(&mut next, grant)?;
         let name = self.generation_name(lock_name, next.generation);
         if !self.put(name, value.clone(), false).await? {
             return Ok(false);

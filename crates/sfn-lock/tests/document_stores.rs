@@ -11,6 +11,7 @@ use common::fault_proxy::{fault_proxy, generation_create, s3_fault_proxy};
 use common::stores::{bucket, counted, store, S3_PREFIX, SSM_PATH};
 use common::unique;
 use sfn_lock::any_store::s3_client;
+use sfn_lock::document::{decide_acquire, AcquireStep};
 use sfn_lock::document_store::Documents;
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::{
@@ -368,5 +369,79 @@ async fn tokens_rise_after_the_lock_was_deleted() {
             AcquireOutcome::Granted(lease) => assert!(lease.fencing_token > first, "{kind}"),
             other => panic!("{kind}: {other:?}"),
         }
+    }
+}
+
+/// Review finding: a release of a lock that has no document (never used,
+/// deleted by hand, or a store switch) must not make the next grant count
+/// from 0 (SSM's confirmation wrote a document with token 0).
+#[tokio::test]
+async fn a_first_grant_after_a_not_held_release_starts_at_the_token_base() {
+    for kind in ["s3", "ssm"] {
+        let store = store(kind).await;
+        let name = LockName::new(unique("token-after-release")).unwrap();
+        let now = EpochMillis::now();
+        let released = store.release(&name, &owner("arn:x"), now).await.unwrap();
+        assert_eq!(released, sfn_lock::ReleaseOutcome::NotHeld, "{kind}");
+        match store
+            .acquire(&name, &owner("arn:a"), lease(), now)
+            .await
+            .unwrap()
+        {
+            AcquireOutcome::Granted(lease) => assert!(
+                lease.fencing_token > (now.0 as u64) * 1000,
+                "{kind}: token {} below the token base",
+                lease.fencing_token
+            ),
+            other => panic!("{kind}: {other:?}"),
+        }
+    }
+}
+
+/// Review finding: acquire marks once (round 1); a release of the same owner that answers
+/// not_held and unmarks between that mark and the acquire's winning write
+/// leaves a grant without a marker: the sweep cannot find it.
+async fn marker_race<D: Documents>(store: &sfn_lock::document_store::DocumentStore<D>, kind: &str) {
+    let name = LockName::new(unique("marker-race")).unwrap();
+    let me = owner(&unique("arn:me"));
+    let now = EpochMillis::now();
+    let docs = &store.documents;
+    // Acquire, round 1: reads, marks, (its write loses; not simulated).
+    docs.mark(&me, &name).await.unwrap();
+    // The same owner's release (e.g. Release Lock After Failure while the
+    // earlier acquire invocation still runs): not_held, unmark.
+    let released = store
+        .release_with_limit(&name, &me, Limit::ONE, now)
+        .await
+        .unwrap();
+    assert_eq!(released, sfn_lock::ReleaseOutcome::NotHeld, "{kind}");
+    // Acquire, round 2: fresh read, grant, no mark (already marked).
+    let read = docs.read(&name).await.unwrap();
+    let (version, doc) = match &read {
+        Some((v, d)) => (Some(v), Some(d)),
+        None => (None, None),
+    };
+    let AcquireStep::Write(next, AcquireOutcome::Granted(_)) =
+        decide_acquire(doc, (&name, &me), lease(), Limit::ONE, now)
+    else {
+        panic!("{kind}: expected a grant")
+    };
+    assert!(
+        docs.write(&name, version, &next, now).await.unwrap(),
+        "{kind}"
+    );
+    let held = store.locks_held_by(&me).await.unwrap();
+    assert!(held.contains(&name), "{kind}: a grant without a marker");
+}
+
+#[tokio::test]
+async fn a_grant_never_lacks_its_marker() {
+    match store("s3").await {
+        AnyStore::S3(s) => marker_race(&s, "s3").await,
+        _ => unreachable!(),
+    }
+    match store("ssm").await {
+        AnyStore::Ssm(s) => marker_race(&s, "ssm").await,
+        _ => unreachable!(),
     }
 }

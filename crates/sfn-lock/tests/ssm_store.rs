@@ -365,3 +365,37 @@ async fn ssm_a_full_semaphore_can_always_release() {
         assert_eq!(released, sfn_lock::ReleaseOutcome::Released);
     }
 }
+
+/// Review finding: a grant that replaces an expired holder does not add to
+/// the holder count, so SSM's headroom check was skipped.
+#[tokio::test]
+async fn ssm_a_grant_replacing_an_expired_holder_is_size_checked() {
+    let store = store("ssm").await;
+    let name = LockName::new(unique("size")).unwrap();
+    let now = EpochMillis::now();
+    let limit = Limit::new("limit", 2).unwrap();
+    let long = |c: &str| owner(&format!("arn:{}", c.repeat(1900)));
+    let short = LeaseSeconds::new("leaseSeconds", 1).unwrap();
+    let a = store
+        .acquire_with_limit(
+            &name,
+            &long("a"),
+            LeaseSeconds::new("leaseSeconds", 600).unwrap(),
+            limit,
+            now,
+        )
+        .await;
+    assert!(matches!(a, Ok(AcquireOutcome::Granted(_))), "{a:?}");
+    let b = store
+        .acquire_with_limit(&name, &owner("arn:b"), short, limit, now)
+        .await;
+    assert!(matches!(b, Ok(AcquireOutcome::Granted(_))), "{b:?}");
+    let later = EpochMillis(now.0 + 5_000);
+    let c = store
+        .acquire_with_limit(&name, &long("c"), lease(), limit, later)
+        .await;
+    assert!(
+        matches!(&c, Err(StoreError::Refused { field, .. }) if field == "limit"),
+        "{c:?}"
+    );
+}
