@@ -87,7 +87,9 @@ STORE_REQUESTS: dict[str, dict[str, dict[str, int]]] = {
     "release": {
         "dynamodb": {"UpdateItem": 1}, "s3": _S3_RELEASE, "ssm": _SSM_RELEASE},
     "release, not held": {
-        "dynamodb": {"UpdateItem": 1}, "s3": {**_S3_READ, "DeleteObject (marker)": 1}, "ssm": _SSM_RELEASE},
+        # Nothing freed: the owner's marker stays (release-lock may run beside the
+        # same owner's acquire); SSM confirms the answer with a generation.
+        "dynamodb": {"UpdateItem": 1}, "s3": _S3_READ, "ssm": {**_SSM_READ, **_SSM_WRITE}},
     f"semaphore acquire (limit {SEMAPHORE_LIMIT}, fresh name)": {
         "dynamodb": {"PutItem": 1, "UpdateItem": 1}, "s3": _S3_GRANT, "ssm": _SSM_GRANT_NEW},
     f"semaphore release (limit {SEMAPHORE_LIMIT})": {

@@ -14,7 +14,7 @@ use sfn_lock::{
 };
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::time::{sleep, Instant};
+use tokio::time::{sleep, timeout, Instant};
 
 /// setlock's status for "lock not obtained".
 const NOT_OBTAINED: u8 = 111;
@@ -319,16 +319,21 @@ async fn keep_alive(held: &Held) -> String {
     let mut next = Instant::now() + every;
     loop {
         sleep(next.saturating_duration_since(Instant::now())).await;
-        let outcome = held
-            .store
-            .acquire_with_limit(
-                &lease.lock_name,
-                &lease.owner,
-                held.seconds,
-                held.limit,
-                EpochMillis::now(),
-            )
-            .await;
+        // A renewal may take no longer than the lease has left before its
+        // last sixth: an unreachable store must not hold the answer back.
+        let left = expires_at.0 - margin - EpochMillis::now().0;
+        let renewal = held.store.acquire_with_limit(
+            &lease.lock_name,
+            &lease.owner,
+            held.seconds,
+            held.limit,
+            EpochMillis::now(),
+        );
+        let Ok(outcome) = timeout(Duration::from_millis(left.max(0) as u64), renewal).await else {
+            return format!(
+                "no renewal before the lease ends at {expires_at} (the store did not answer)"
+            );
+        };
         match outcome {
             Ok(AcquireOutcome::Renewed(renewed))
                 if renewed.fencing_token == lease.fencing_token =>
