@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
 
@@ -193,6 +194,7 @@ fn a_store_that_goes_away_gets_the_command_sigterm_before_the_lease_ends() {
             &script,
         ])
         .env("AWS_ENDPOINT_URL_DYNAMODB", proxy.url())
+        .process_group(0)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

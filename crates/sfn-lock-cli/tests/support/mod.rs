@@ -25,6 +25,8 @@ pub fn table_url() -> String {
 /// The CLI with `args`, its store the stack's table (`--store` after `run`).
 pub fn cli(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_sfn-lock"));
+    // A group of its own: a test that gives up kills the CLI and its command.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let (first, rest) = args.split_first().expect("a subcommand");
     command
         .arg(first)
@@ -214,8 +216,9 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
     });
 }
 
-/// Waits for `child` up to 60 s; past that kills it and fails the test (a
-/// CLI that never stops its command must fail, not hang, the suite).
+/// Waits for `child` up to 60 s; past that kills it, with its command (its
+/// process group, see [`cli`]), and fails the test: a CLI that never stops
+/// its command must fail the suite, not hang it or leave the command behind.
 pub fn wait_at_most(child: &mut std::process::Child) -> std::process::ExitStatus {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -223,7 +226,8 @@ pub fn wait_at_most(child: &mut std::process::Child) -> std::process::ExitStatus
             return status;
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
+            // SAFETY: kill(2) on the process group this test started.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             panic!("the CLI (pid {}) did not exit within 60 s", child.id());
         }
         std::thread::sleep(Duration::from_millis(20));
