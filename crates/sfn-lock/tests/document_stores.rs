@@ -8,39 +8,16 @@
 mod common;
 
 use common::fault_proxy::{fault_proxy, generation_create, s3_fault_proxy};
-use common::stores::{bucket, counted, store, S3_PREFIX, SSM_PATH};
+use common::stores::{bucket, counted, lease, owner, refused_field, store, S3_PREFIX, SSM_PATH};
 use common::unique;
 use sfn_lock::any_store::s3_client;
 use sfn_lock::document::{decide_acquire, AcquireStep};
 use sfn_lock::document_store::Documents;
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::{
-    AcquireOutcome, AnyStore, EpochMillis, LeaseSeconds, Limit, LockError, LockName, LockStore,
-    Owner, S3Store, StoreError, TaskToken,
+    AcquireOutcome, AnyStore, EpochMillis, Limit, LockError, LockName, LockStore, Owner, S3Store,
+    StoreError, TaskToken,
 };
-
-fn lease() -> LeaseSeconds {
-    LeaseSeconds::new("leaseSeconds", 60).unwrap()
-}
-
-fn owner(name: &str) -> Owner {
-    Owner::new(name).unwrap()
-}
-
-fn refused_field(result: Result<AcquireOutcome, StoreError>) -> String {
-    match result {
-        Err(StoreError::Refused { field, rule }) => {
-            // The same error the functions answer: InvalidLockRequest naming the field.
-            let error = LockError::from(StoreError::Refused {
-                field: field.clone(),
-                rule,
-            });
-            assert_eq!(error.error_type(), "InvalidLockRequest");
-            field
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-}
 
 #[tokio::test]
 async fn a_name_too_long_once_encoded_is_refused_and_nothing_is_written() {
@@ -49,7 +26,9 @@ async fn a_name_too_long_once_encoded_is_refused_and_nothing_is_written() {
     for kind in ["s3", "ssm"] {
         let (store, requests) = counted(kind).await;
         let me = Owner::new(unique("arn:long")).unwrap();
-        let result = store.acquire(&name, &me, lease(), EpochMillis::now()).await;
+        let result = store
+            .acquire(&name, &me, lease(60), EpochMillis::now())
+            .await;
         assert_eq!(refused_field(result), "lockName", "{kind}");
         assert_eq!(requests.take(), 0, "{kind}: refused before any request");
         let released = store.release(&name, &me, EpochMillis::now()).await;
@@ -61,7 +40,7 @@ async fn a_name_too_long_once_encoded_is_refused_and_nothing_is_written() {
     // DynamoDB holds any name the contract accepts.
     let dynamodb = store("dynamodb").await;
     let granted = dynamodb
-        .acquire(&name, &owner("arn:long"), lease(), EpochMillis::now())
+        .acquire(&name, &owner("arn:long"), lease(60), EpochMillis::now())
         .await;
     assert!(matches!(granted, Ok(AcquireOutcome::Granted(_))));
     dynamodb
@@ -80,7 +59,7 @@ async fn stores_without_a_queue_refuse_a_task_token() {
             .acquire_or_queue(
                 &name,
                 &owner("arn:q"),
-                lease(),
+                lease(60),
                 Limit::ONE,
                 &token,
                 EpochMillis::now(),
@@ -159,7 +138,7 @@ async fn s3_conflicts_and_vanished_objects_are_decided_again_from_a_fresh_read()
         let direct = store("s3").await;
         let now = EpochMillis::now();
         direct
-            .acquire(&name, &owner("arn:before"), lease(), now)
+            .acquire(&name, &owner("arn:before"), lease(60), now)
             .await
             .unwrap();
         direct
@@ -170,7 +149,7 @@ async fn s3_conflicts_and_vanished_objects_are_decided_again_from_a_fresh_read()
         let (url, faults) = s3_fault_proxy(&[(status, code)]).await;
         let store = s3_store_via(&url).await;
         let granted = store
-            .acquire(&name, &owner("arn:me"), lease(), now)
+            .acquire(&name, &owner("arn:me"), lease(60), now)
             .await
             .unwrap();
         assert!(
@@ -183,7 +162,7 @@ async fn s3_conflicts_and_vanished_objects_are_decided_again_from_a_fresh_read()
             "{code}: one write refused, then decided again"
         );
         let rival = direct
-            .acquire(&name, &owner("arn:rival"), lease(), now)
+            .acquire(&name, &owner("arn:rival"), lease(60), now)
             .await
             .unwrap();
         assert!(
@@ -200,7 +179,7 @@ async fn s3_conflicts_without_end_become_lock_store_unavailable() {
     let store = s3_store_via(&url).await;
     let name = LockName::new(unique("s3-conflicts")).unwrap();
     let result = store
-        .acquire(&name, &owner("arn:me"), lease(), EpochMillis::now())
+        .acquire(&name, &owner("arn:me"), lease(60), EpochMillis::now())
         .await;
     let error = LockError::from(result.expect_err("every round lost"));
     assert_eq!(error.error_type(), "LockStoreUnavailable");
@@ -210,7 +189,7 @@ async fn s3_conflicts_without_end_become_lock_store_unavailable() {
     );
     // Nothing was written: the lock is free.
     let free = store
-        .acquire(&name, &owner("arn:next"), lease(), EpochMillis::now())
+        .acquire(&name, &owner("arn:next"), lease(60), EpochMillis::now())
         .await;
     assert!(matches!(free, Ok(AcquireOutcome::Granted(_))));
 }
@@ -231,7 +210,7 @@ async fn a_release_whose_answer_was_lost_still_answers_released() {
         let now = EpochMillis::now();
         let direct = store(kind).await;
         direct
-            .acquire(&name, &owner("arn:me"), lease(), now)
+            .acquire(&name, &owner("arn:me"), lease(60), now)
             .await
             .unwrap();
         let (store, faults) = match kind {
@@ -249,7 +228,7 @@ async fn a_release_whose_answer_was_lost_still_answers_released() {
         assert_eq!(faults.injected().len(), 1, "{kind}: one answer lost");
         assert_eq!(released, sfn_lock::ReleaseOutcome::Released, "{kind}");
         let free = direct
-            .acquire(&name, &owner("arn:next"), lease(), now)
+            .acquire(&name, &owner("arn:next"), lease(60), now)
             .await
             .unwrap();
         assert!(
@@ -268,14 +247,14 @@ async fn a_renewal_marks_the_lock_again() {
         let name = LockName::new(unique("remark")).unwrap();
         let me = Owner::new(unique("arn:remark")).unwrap();
         let now = EpochMillis::now();
-        store.acquire(&name, &me, lease(), now).await.unwrap();
+        store.acquire(&name, &me, lease(60), now).await.unwrap();
         match &store {
             AnyStore::S3(s) => s.documents.unmark(&me, &name).await.unwrap(),
             AnyStore::Ssm(s) => s.documents.unmark(&me, &name).await.unwrap(),
             AnyStore::DynamoDb(_) => unreachable!(),
         }
         assert_eq!(store.locks_held_by(&me).await.unwrap(), [], "{kind}");
-        store.acquire(&name, &me, lease(), now).await.unwrap();
+        store.acquire(&name, &me, lease(60), now).await.unwrap();
         assert_eq!(store.locks_held_by(&me).await.unwrap(), [name], "{kind}");
     }
 }
@@ -289,19 +268,19 @@ async fn requests_per_call_are_as_designed() {
         let name = LockName::new(unique("counted")).unwrap();
         let now = EpochMillis::now();
         store
-            .acquire(&name, &owner("arn:a"), lease(), now)
+            .acquire(&name, &owner("arn:a"), lease(60), now)
             .await
             .unwrap();
         assert_eq!(requests.take(), fresh, "{kind}: fresh acquire");
         store
-            .acquire(&name, &owner("arn:b"), lease(), now)
+            .acquire(&name, &owner("arn:b"), lease(60), now)
             .await
             .unwrap();
         assert_eq!(requests.take(), contended, "{kind}: contended acquire");
         store.release(&name, &owner("arn:a"), now).await.unwrap();
         assert_eq!(requests.take(), release, "{kind}: release");
         store
-            .acquire(&name, &owner("arn:b"), lease(), now)
+            .acquire(&name, &owner("arn:b"), lease(60), now)
             .await
             .unwrap();
         assert_eq!(requests.take(), reused, "{kind}: acquire of a used name");
@@ -318,7 +297,7 @@ async fn tokens_rise_after_the_lock_was_deleted() {
         let name = LockName::new(unique("deleted")).unwrap();
         let now = EpochMillis::now();
         let first = match store
-            .acquire(&name, &owner("arn:a"), lease(), now)
+            .acquire(&name, &owner("arn:a"), lease(60), now)
             .await
             .unwrap()
         {
@@ -362,7 +341,7 @@ async fn tokens_rise_after_the_lock_was_deleted() {
         }
         let later = EpochMillis(now.0 + 1);
         match store
-            .acquire(&name, &owner("arn:b"), lease(), later)
+            .acquire(&name, &owner("arn:b"), lease(60), later)
             .await
             .unwrap()
         {
@@ -384,7 +363,7 @@ async fn a_first_grant_after_a_not_held_release_starts_at_the_token_base() {
         let released = store.release(&name, &owner("arn:x"), now).await.unwrap();
         assert_eq!(released, sfn_lock::ReleaseOutcome::NotHeld, "{kind}");
         match store
-            .acquire(&name, &owner("arn:a"), lease(), now)
+            .acquire(&name, &owner("arn:a"), lease(60), now)
             .await
             .unwrap()
         {
@@ -422,7 +401,7 @@ async fn marker_race<D: Documents>(store: &sfn_lock::document_store::DocumentSto
         None => (None, None),
     };
     let AcquireStep::Write(next, AcquireOutcome::Granted(_)) =
-        decide_acquire(doc, (&name, &me), lease(), Limit::ONE, now)
+        decide_acquire(doc, (&name, &me), lease(60), Limit::ONE, now)
     else {
         panic!("{kind}: expected a grant")
     };

@@ -6,7 +6,7 @@
 mod common;
 
 use common::fault_proxy::{fault_proxy, generation_create};
-use common::stores::{store, SSM_PATH};
+use common::stores::{lease, owner, refused_field, store, SSM_PATH};
 use common::unique;
 use sfn_lock::document_store::Documents;
 use sfn_lock::lambda::sdk_config;
@@ -16,26 +16,11 @@ use sfn_lock::{
     StoreError,
 };
 
-fn lease() -> LeaseSeconds {
-    LeaseSeconds::new("leaseSeconds", 60).unwrap()
-}
-
-fn owner(name: &str) -> Owner {
-    Owner::new(name).unwrap()
-}
-
 async fn ssm_store_via(endpoint: &str) -> sfn_lock::SsmStore {
     let config = aws_sdk_ssm::config::Builder::from(&sdk_config().await)
         .endpoint_url(endpoint)
         .build();
     sfn_lock::SsmStore::ssm(aws_sdk_ssm::Client::from_conf(config), SSM_PATH)
-}
-
-fn refused_field(result: Result<AcquireOutcome, StoreError>) -> String {
-    match result {
-        Err(StoreError::Refused { field, .. }) => field,
-        other => panic!("expected a refusal, got {other:?}"),
-    }
 }
 
 /// The lock's generation parameters (not its `current` hint), oldest first.
@@ -69,12 +54,12 @@ async fn ssm_deletes_generations_superseded_long_enough_ago() {
     let now = EpochMillis::now();
     let at = |millis: i64| EpochMillis(now.0 + millis);
     store
-        .acquire(&name, &owner("arn:a"), lease(), now)
+        .acquire(&name, &owner("arn:a"), lease(60), now)
         .await
         .unwrap();
     store.release(&name, &owner("arn:a"), now).await.unwrap();
     store
-        .acquire(&name, &owner("arn:b"), lease(), now)
+        .acquire(&name, &owner("arn:b"), lease(60), now)
         .await
         .unwrap();
     assert_eq!(generations(&name).await.len(), 3);
@@ -88,7 +73,7 @@ async fn ssm_deletes_generations_superseded_long_enough_ago() {
     );
     let latest = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
     let token = match store
-        .acquire(&name, &owner("arn:c"), lease(), latest)
+        .acquire(&name, &owner("arn:c"), lease(60), latest)
         .await
         .unwrap()
     {
@@ -112,7 +97,7 @@ async fn ssm_a_lagging_current_hint_is_repaired_and_decides_nothing() {
         sfn_lock::store_names::encode_name(name.as_str())
     );
     store
-        .acquire(&name, &owner("arn:a"), lease(), now)
+        .acquire(&name, &owner("arn:a"), lease(60), now)
         .await
         .unwrap();
     // The hint as it was after generation 1 (a free lock would read as held by a).
@@ -139,7 +124,7 @@ async fn ssm_a_lagging_current_hint_is_repaired_and_decides_nothing() {
         .unwrap();
     // The stale hint says a holds it; generation 2 (released) is the truth.
     let b = store
-        .acquire(&name, &owner("arn:b"), lease(), now)
+        .acquire(&name, &owner("arn:b"), lease(60), now)
         .await
         .unwrap();
     assert!(matches!(b, AcquireOutcome::Granted(_)), "{b:?}");
@@ -160,20 +145,20 @@ async fn ssm_refuses_holders_whose_state_would_not_fit_a_parameter() {
     let now = EpochMillis::now();
     for n in 0..2 {
         let granted = store
-            .acquire_with_limit(&name, &long(n), lease(), five, now)
+            .acquire_with_limit(&name, &long(n), lease(60), five, now)
             .await
             .unwrap();
         assert!(matches!(granted, AcquireOutcome::Granted(_)));
     }
     let third = store
-        .acquire_with_limit(&name, &long(2), lease(), five, now)
+        .acquire_with_limit(&name, &long(2), lease(60), five, now)
         .await;
     assert_eq!(refused_field(third), "limit");
     // Nothing changed: the two holders stand, the third is not among them.
     let short = owner("arn:short");
     let two = Limit::new("limit", 2).unwrap();
     let sixth = store
-        .acquire_with_limit(&name, &short, lease(), two, now)
+        .acquire_with_limit(&name, &short, lease(60), two, now)
         .await;
     let AcquireOutcome::Held(contention) = sixth.unwrap() else {
         panic!("two holders fill a limit of 2");
@@ -228,14 +213,14 @@ async fn ssm_a_hint_older_than_every_kept_generation_misleads_nobody() {
         let now = EpochMillis::now();
         let at = |millis: i64| EpochMillis(now.0 + millis);
         store
-            .acquire(&name, &owner("arn:a"), lease(), now)
+            .acquire(&name, &owner("arn:a"), lease(60), now)
             .await
             .unwrap();
         let first_hint = current_hint(&name, None).await.expect("hint");
         for _ in 0..11 {
             store.release(&name, &owner("arn:a"), now).await.unwrap();
             store
-                .acquire(&name, &owner("arn:a"), lease(), now)
+                .acquire(&name, &owner("arn:a"), lease(60), now)
                 .await
                 .unwrap();
         }
@@ -245,7 +230,7 @@ async fn ssm_a_hint_older_than_every_kept_generation_misleads_nobody() {
             .unwrap();
         let later = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
         let c = store
-            .acquire(&name, &owner("arn:c"), lease(), later)
+            .acquire(&name, &owner("arn:c"), lease(60), later)
             .await
             .unwrap();
         assert!(matches!(c, AcquireOutcome::Granted(_)), "{c:?}");
@@ -255,7 +240,7 @@ async fn ssm_a_hint_older_than_every_kept_generation_misleads_nobody() {
         );
         current_hint(&name, Some(stale_hint.then_some(first_hint))).await;
         let d = store
-            .acquire(&name, &owner("arn:d"), lease(), EpochMillis(later.0 + 1))
+            .acquire(&name, &owner("arn:d"), lease(60), EpochMillis(later.0 + 1))
             .await;
         assert!(
             matches!(&d, Ok(AcquireOutcome::Held(c)) if c.holders[0].owner == "arn:c"),
@@ -275,7 +260,7 @@ async fn ssm_an_answer_without_a_write_is_confirmed_by_creating_the_next_generat
     let now = EpochMillis::now();
     let (old_version, old_doc) = {
         store
-            .acquire(&name, &owner("arn:a"), lease(), now)
+            .acquire(&name, &owner("arn:a"), lease(60), now)
             .await
             .unwrap();
         store
@@ -318,7 +303,7 @@ async fn ssm_too_many_updates_on_a_create_is_decided_again() {
     let store = AnyStore::Ssm(ssm_store_via(&url).await);
     let name = LockName::new(unique("too-many-updates")).unwrap();
     let granted = store
-        .acquire(&name, &owner("arn:me"), lease(), EpochMillis::now())
+        .acquire(&name, &owner("arn:me"), lease(60), EpochMillis::now())
         .await;
     assert!(
         matches!(granted, Ok(AcquireOutcome::Granted(_))),
@@ -339,7 +324,7 @@ async fn ssm_a_full_semaphore_can_always_release() {
     for n in 0..60 {
         let me = owner(&format!("o{n}"));
         match store
-            .acquire_with_limit(&name, &me, lease(), limit, now)
+            .acquire_with_limit(&name, &me, lease(60), limit, now)
             .await
         {
             Ok(AcquireOutcome::Granted(_)) => holders.push(me),
@@ -354,7 +339,7 @@ async fn ssm_a_full_semaphore_can_always_release() {
     );
     for me in &holders {
         let renewed = store
-            .acquire_with_limit(&name, me, lease(), limit, now)
+            .acquire_with_limit(&name, me, lease(60), limit, now)
             .await
             .unwrap();
         assert!(matches!(renewed, AcquireOutcome::Renewed(_)));
@@ -392,7 +377,7 @@ async fn ssm_a_grant_replacing_an_expired_holder_is_size_checked() {
     assert!(matches!(b, Ok(AcquireOutcome::Granted(_))), "{b:?}");
     let later = EpochMillis(now.0 + 5_000);
     let c = store
-        .acquire_with_limit(&name, &long("c"), lease(), limit, later)
+        .acquire_with_limit(&name, &long("c"), lease(60), limit, later)
         .await;
     assert!(
         matches!(&c, Err(StoreError::Refused { field, .. }) if field == "limit"),

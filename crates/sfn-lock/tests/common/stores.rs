@@ -5,7 +5,8 @@
 use sfn_lock::any_store::s3_client;
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::{
-    AcquireOutcome, AnyStore, DynamoStore, Lease, LeaseSeconds, LockName, Owner, S3Store, SsmStore,
+    AcquireOutcome, AnyStore, DynamoStore, Lease, LeaseSeconds, LockError, LockName, Owner,
+    S3Store, SsmStore, StoreError,
 };
 
 use super::{required_env, table_name, unique, RequestCounter};
@@ -97,4 +98,21 @@ pub fn granted(outcome: AcquireOutcome) -> Lease {
 /// A lock name no other test uses.
 pub fn lock(prefix: &str) -> LockName {
     LockName::new(unique(prefix)).unwrap()
+}
+
+/// The field a refused request names; the refusal is the functions'
+/// `InvalidLockRequest`.
+pub fn refused_field(result: Result<AcquireOutcome, StoreError>) -> String {
+    match result {
+        Err(StoreError::Refused { field, rule }) => {
+            // The same error the functions answer: InvalidLockRequest naming the field.
+            let error = LockError::from(StoreError::Refused {
+                field: field.clone(),
+                rule,
+            });
+            assert_eq!(error.error_type(), "InvalidLockRequest");
+            field
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }
