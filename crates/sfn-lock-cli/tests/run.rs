@@ -219,3 +219,47 @@ fn a_store_that_goes_away_gets_the_command_sigterm_before_the_lease_ends() {
     let stderr = said;
     assert!(stderr.contains("protection is gone"), "{stderr}");
 }
+
+#[test]
+fn bad_input_is_one_clear_line_and_runs_nothing() {
+    let dir = scratch("bad");
+    let ran = dir.join("ran");
+    let script = format!("echo ran > {}", ran.display());
+    // A lock name the contract refuses (a control character): a usage error.
+    let out = cli(&["run", "bad\u{1}name", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("lockName") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    // A store URL nobody can use: status 1, before COMMAND.
+    let out = Command::new(env!("CARGO_BIN_EXE_sfn-lock"))
+        .args([
+            "run",
+            "--store",
+            "ftp://nowhere",
+            "lock",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("LOCK_STORE_URL") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    // A bad lease, and no command at all: usage errors too.
+    assert_eq!(
+        cli(&["run", "--lease", "0", "lock", "--", "true"]).status_code(),
+        2
+    );
+    assert_eq!(cli(&["run", "lock"]).status_code(), 2);
+    assert!(!ran.exists(), "COMMAND never ran");
+}
