@@ -5,10 +5,12 @@
 //! a change creates generation N+1 after reading generation N, and of all
 //! writers that read N only one can create N+1; that create is the arbiter.
 //! `/PATH/<encoded name>/current` repeats the newest generation, overwritten
-//! after each create: a read starts there and probes the ten names after it
-//! (one `GetParameters`), so a hint that lags (its writer between create and
-//! hint, or dead there) misleads nobody. Old generations are deleted behind
-//! (`ssm_generations.rs`; DESIGN.md, "SSM store").
+//! after each create: a read probes the hint's own generation and the nine
+//! after it (one `GetParameters`), and lists the lock's generations when that
+//! finds none, so a hint that lags, is far behind or is gone misleads nobody.
+//! Old generations are deleted behind (`ssm_generations.rs`; DESIGN.md,
+//! "SSM store"). A release's answer without a write is confirmed by creating
+//! the next generation (`confirm`): SSM's reads may be stale.
 
 use aws_sdk_ssm::error::ProvideErrorMetadata;
 use aws_sdk_ssm::Client;
