@@ -11,6 +11,7 @@ use crate::s3::S3Store;
 use crate::ssm::SsmStore;
 use crate::store::LockStore;
 use crate::store_url::StoreUrl;
+use crate::view::{LockList, LockView};
 
 /// One of the three stores.
 #[derive(Clone, Debug)]
@@ -130,6 +131,14 @@ impl LockStore for AnyStore {
 
     async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
         each!(self, store => store.locks_held_by(owner))
+    }
+
+    async fn inspect(&self, lock_name: &LockName) -> Result<LockView, StoreError> {
+        each!(self, store => store.inspect(lock_name))
+    }
+
+    async fn list_held(&self, max: usize) -> Result<LockList, StoreError> {
+        each!(self, store => store.list_held(max))
     }
 }
 

@@ -13,6 +13,7 @@ use crate::error::StoreError;
 use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
 use crate::request::{LeaseSeconds, Limit};
 use crate::store::LockStore;
+use crate::view::{Grant, LockList, LockView};
 
 /// Rounds one call may lose to other writers before it answers
 /// `LockStoreUnavailable` (a caller within its wait bound tries again). A lost
@@ -73,6 +74,13 @@ pub trait Documents: Send + Sync {
         owner: &Owner,
         lock_name: &LockName,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Up to `max` names of locks that have a document, and whether there
+    /// may be more (operators' listing; markers are not locks).
+    fn names(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<(Vec<LockName>, bool), StoreError>> + Send;
 
     /// The locks marked for `owner`.
     fn marked(
@@ -151,6 +159,22 @@ fn split<V>(read: &Option<(V, LockDoc)>) -> (Option<&V>, Option<&LockDoc>) {
     }
 }
 
+/// The lock as its document records it.
+fn view_of(lock_name: &LockName, doc: Option<&LockDoc>) -> LockView {
+    let Some(doc) = doc else {
+        return LockView::new(lock_name.clone(), Vec::new());
+    };
+    let grants = doc.holders.iter().map(|holder| Grant {
+        owner: holder.owner.clone(),
+        fencing_token: holder.fencing_token,
+        acquired_at: EpochMillis(holder.acquired_at),
+        expires_at: EpochMillis(holder.expires_at),
+    });
+    let mut view = LockView::new(lock_name.clone(), grants.collect());
+    view.fencing_token = Some(doc.fencing_token);
+    view
+}
+
 fn lost_rounds(lock_name: &LockName, call: &str) -> StoreError {
     StoreError::Unavailable(format!(
         "lock {lock_name:?} changed {MAX_ROUNDS} times during one {call}"
@@ -218,5 +242,28 @@ impl<D: Documents> LockStore for DocumentStore<D> {
 
     async fn locks_held_by(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
         self.documents.marked(owner).await
+    }
+
+    async fn inspect(&self, lock_name: &LockName) -> Result<LockView, StoreError> {
+        self.documents.check_name(lock_name)?;
+        let read = self.documents.read(lock_name).await?;
+        Ok(view_of(lock_name, split(&read).1))
+    }
+
+    /// One read per name listed: S3 and SSM keep no index of held locks.
+    async fn list_held(&self, max: usize) -> Result<LockList, StoreError> {
+        let (names, truncated) = self.documents.names(max).await?;
+        let mut list = LockList {
+            locks: Vec::new(),
+            truncated,
+        };
+        for name in names {
+            let read = self.documents.read(&name).await?;
+            let view = view_of(&name, split(&read).1);
+            if !view.grants.is_empty() {
+                list.locks.push(view);
+            }
+        }
+        Ok(list)
     }
 }

@@ -16,6 +16,7 @@ use crate::model::{AcquireOutcome, Contention, EpochMillis, LockName, Owner, Rel
 use crate::queue::TaskToken;
 use crate::request::{LeaseSeconds, Limit};
 use crate::store::LockStore;
+use crate::view::{LockList, LockView};
 
 impl DynamoStore {
     /// Releases `owner`'s grant in whichever format it has, trying first the
@@ -338,5 +339,13 @@ impl LockStore for DynamoStore {
                 }
             }
         }
+    }
+
+    async fn inspect(&self, lock_name: &LockName) -> Result<LockView, StoreError> {
+        self.inspect_item(lock_name).await
+    }
+
+    async fn list_held(&self, max: usize) -> Result<LockList, StoreError> {
+        self.scan_held(max).await
     }
 }

@@ -187,6 +187,43 @@ impl Documents for S3Documents {
         Ok(())
     }
 
+    /// `ListObjectsV2` under the prefix with `/` as delimiter: lock objects
+    /// are one level below it; the `.owners/` folder comes back as a common
+    /// prefix and is passed over, as are objects that are not encoded names.
+    async fn names(&self, max: usize) -> Result<(Vec<LockName>, bool), StoreError> {
+        let mut names = Vec::new();
+        let mut continuation = None;
+        loop {
+            let page = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&self.prefix)
+                .delimiter("/")
+                .set_continuation_token(continuation)
+                .send()
+                .await
+                .map_err(|error| classify("ListObjectsV2", error))?;
+            for object in page.contents() {
+                let name = object
+                    .key()
+                    .and_then(|key| key.strip_prefix(&self.prefix))
+                    .and_then(decode_name)
+                    .and_then(|name| LockName::new(name).ok());
+                if let Some(name) = name {
+                    if names.len() == max {
+                        return Ok((names, true));
+                    }
+                    names.push(name);
+                }
+            }
+            match page.next_continuation_token {
+                Some(token) if page.is_truncated == Some(true) => continuation = Some(token),
+                _ => return Ok((names, false)),
+            }
+        }
+    }
+
     async fn marked(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
         let folder = self.owner_folder(owner);
         let mut names = Vec::new();

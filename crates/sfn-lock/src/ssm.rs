@@ -218,6 +218,44 @@ impl Documents for SsmDocuments {
         Ok(())
     }
 
+    /// `GetParametersByPath` under the path, recursive: every lock's
+    /// generations and hint (10 a page), one name per lock folder; the
+    /// `.owners` folder and names that are not encoded lock names are passed over.
+    async fn names(&self, max: usize) -> Result<(Vec<LockName>, bool), StoreError> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut next_token = None;
+        loop {
+            let page = self
+                .client
+                .get_parameters_by_path()
+                .path(&self.path)
+                .recursive(true)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|error| classify("GetParametersByPath", error))?;
+            for parameter in page.parameters() {
+                let name = parameter
+                    .name()
+                    .and_then(|name| name.strip_prefix(&self.path)?.strip_prefix('/'))
+                    .and_then(|rest| rest.split_once('/'))
+                    .and_then(|(folder, _)| decode_name(folder))
+                    .and_then(|name| LockName::new(name).ok());
+                if let Some(name) = name {
+                    names.insert(name);
+                    if names.len() > max {
+                        names.pop_last();
+                        return Ok((names.into_iter().collect(), true));
+                    }
+                }
+            }
+            match page.next_token {
+                Some(token) => next_token = Some(token),
+                None => return Ok((names.into_iter().collect(), false)),
+            }
+        }
+    }
+
     async fn marked(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
         let folder = self.owner_path(owner);
         let markers = self.parameters_under(&folder).await?;

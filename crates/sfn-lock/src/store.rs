@@ -7,6 +7,7 @@ use crate::error::StoreError;
 use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
 use crate::queue::TaskToken;
 use crate::request::{LeaseSeconds, Limit};
+use crate::view::{LockList, LockView};
 
 /// Every call must be a single atomic decision at the store (a conditional
 /// write), never a read followed by a write.
@@ -97,4 +98,16 @@ pub trait LockStore: Send + Sync {
         &self,
         owner: &Owner,
     ) -> impl Future<Output = Result<Vec<LockName>, StoreError>> + Send;
+
+    /// The lock as one read sees it: its grants (live and expired), last
+    /// fencing token and queue length. Writes nothing.
+    fn inspect(
+        &self,
+        lock_name: &LockName,
+    ) -> impl Future<Output = Result<LockView, StoreError>> + Send;
+
+    /// Up to `max` locks that have a grant, live or expired. Writes nothing;
+    /// reads pages of the store's whole content (DESIGN.md, "Operators'
+    /// reads", gives the cost per store).
+    fn list_held(&self, max: usize) -> impl Future<Output = Result<LockList, StoreError>> + Send;
 }
