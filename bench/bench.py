@@ -17,7 +17,9 @@ Figures (see bench/README.md for how each one is taken):
   state transitions               bench/transitions.mjs (aws-local-stepfunctions);
   per store                       bench/stores.py: requests per operation, cold
       starts and warm acquire/release latency with the locks in DynamoDB, S3 and
-      SSM (LOCK_STORE_URL), the same binaries.
+      SSM (LOCK_STORE_URL), the same binaries;
+  the CLI                         bench/cli.py: the size of `sfn-lock` and the wall
+      time of whole `sfn-lock --version` and `sfn-lock status` processes.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+import cli  # noqa: E402
 import stores  # noqa: E402
 from counting_proxy import CountingProxy  # noqa: E402
 from runtime_api import FunctionProcess, HarnessError, read_cpu_ns  # noqa: E402
@@ -715,7 +718,11 @@ class Bench:
             log(f"per store (DynamoDB, S3, SSM): requests per operation, {args.cold_runs} cold start(s), "
                 f"{args.store_cycles} acquire + release cycles each")
             per_store = self.store_figures()
-        return {"cold": cold, "warm": warm, "requests": counts, "stores": per_store}
+        cli_figures = None
+        if args.cli:
+            log(f"CLI: size, wall time of {args.cli_runs} run(s) of --version and status (free, held lock)")
+            cli_figures = self.cli_figures()
+        return {"cold": cold, "warm": warm, "requests": counts, "stores": per_store, "cli": cli_figures}
 
     def store_figures(self) -> dict:
         """bench/stores.py: the same binaries with the locks in DynamoDB, S3 and SSM."""
@@ -728,6 +735,11 @@ class Bench:
                                                         self.args.store_warm_up)
         finally:
             proxy.close()
+
+    def cli_figures(self) -> dict:
+        """bench/cli.py: the `sfn-lock` binary's size and whole-process wall times."""
+        return cli.measure(self.args.cli, self.args.profile, self.stack, self.table, self.run_id,
+                           self.args.cli_runs, os.path.join(self.logs, "cli-home"), percentile, self.notes)
 
 
 def log(message: str) -> None:
@@ -832,6 +844,7 @@ def build_report(args, bench: Bench, raw: dict, transitions: dict | None, sizes:
     if per_store:
         per_store["cold"] = stores.summarize(per_store, summary)
     figures["stores"] = per_store
+    figures["cli"] = raw.get("cli")
 
     return {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -999,6 +1012,9 @@ def render_table(report: dict) -> tuple[str, list[dict]]:
                 yes(t["skipIfRunningSkipped"] <= 3))
     else:
         add("state transitions", "not measured", "", "", "≤ 3", "n/a")
+    # The CLI's figures are reported, not held to a goal (bench/cli.py).
+    for figure, value in cli.table_rows(f.get("cli")):
+        add(figure, value, "", "", "report", "")
 
     headers = ["figure", "ours", "Python baseline", "ratio", "goal", "met?"]
     keys = ["figure", "ours", "python", "ratio", "goal", "met"]
@@ -1127,6 +1143,8 @@ def main() -> int:
     parser.add_argument("--store-cycles", type=int, default=100,
                         help="warm acquire + release cycles per store in the per-store table; 0 skips it")
     parser.add_argument("--store-warm-up", type=int, default=5)
+    parser.add_argument("--cli", help="the sfn-lock binary (crates/sfn-lock-cli); without it no CLI figures")
+    parser.add_argument("--cli-runs", type=int, default=20, help="timed runs of each CLI command")
     parser.add_argument("--results-dir", default=os.path.join(HERE, "results"))
     parser.add_argument("--work-dir", default=None)
     args = parser.parse_args()

@@ -3,7 +3,8 @@
 # stack on this machine, prints one table and writes bench/results/<date>.json.
 #
 #   bench/run.sh            the full run (5 cold starts, 5 x 200 warm invokes
-#                           per function; arm64 sizes if the target is there)
+#                           per function, 20 runs of each CLI command; arm64
+#                           sizes if the target is there)
 #   bench/run.sh --smoke    tiny counts, dev-profile binaries, under a minute once
 #                           built: checks the harness, not the figures. Exits
 #                           non-zero only if the harness breaks (or a lock answers
@@ -88,6 +89,8 @@ args=(
   --variant "ours=$outdir"
   --null-function "$outdir/null-function"
   --bare-call "$outdir/bare-call"
+  # The CLI (crates/sfn-lock-cli), built above with the workspace's binaries.
+  --cli "$outdir/sfn-lock"
   --bench-python "$bench_venv/bin/python"
   --node "$node"
   --work-dir "$root/target/bench"
@@ -116,7 +119,7 @@ fi
 if [ "$smoke" = 1 ]; then
   args+=(--smoke --cold-runs 1 --warm-runs 1 --warm-invokes 5 --warm-up 2
     --contention-executions 3 --contention-work-ms 200 --contention-runs 1
-    --store-cycles 5 --store-warm-up 1)
+    --store-cycles 5 --store-warm-up 1 --cli-runs 2)
 fi
 
 exec "$root/.venv/bin/python" "$root/bench/bench.py" "${args[@]}" "$@"
