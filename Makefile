@@ -13,7 +13,7 @@ E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 .PHONY: demo test tools lint rust-test e2e stores-test template-check bench bench-smoke mutants hand-mutants deploy clean
 
 demo: $(VENV)/.installed node_modules/.installed
-	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5 && cargo run -p sfn-lock --example stores'
+	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5 && cargo run -p sfn-lock --example stores && scripts/demo-cli.sh'
 
 # Tools, lint, template checks, the Rust suites and the state-machine runs on
 # one local stack, the bench smoke run; each part's time is printed at the end.
@@ -23,7 +23,9 @@ test:
 rust-test: $(VENV)/.installed
 	scripts/local-stack.sh cargo test --workspace
 
+# The CLI's e2e files run target/debug/sfn-lock (`make test` builds it with the Rust tests).
 e2e: $(VENV)/.installed node_modules/.installed
+	cargo build -p sfn-lock-cli
 	scripts/local-stack.sh $(E2E)
 
 # The binaries and the locked and semaphore workflows with the locks in S3, then in SSM.

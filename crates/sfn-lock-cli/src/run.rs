@@ -3,18 +3,15 @@
 //! without its lock silently: a lease that cannot be renewed in time sends it
 //! SIGTERM.
 
-use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use clap::Args;
-use sfn_lock::lambda::sdk_config;
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore, Owner,
-    StoreUrl,
 };
-use tokio::process::Command;
-use tokio::signal::unix::{signal, SignalKind};
-use tokio::time::{sleep, timeout, Instant};
+use tokio::time::{sleep, Instant};
+
+use crate::supervise::{supervise, Held};
 
 /// setlock's status for "lock not obtained".
 const NOT_OBTAINED: u8 = 111;
@@ -58,14 +55,6 @@ pub struct RunArgs {
     command: Vec<String>,
 }
 
-/// What the run holds the lock with.
-struct Held {
-    store: AnyStore,
-    lease: Lease,
-    seconds: LeaseSeconds,
-    limit: Limit,
-}
-
 pub async fn run(args: RunArgs) -> u8 {
     let say = |text: String| eprintln!("sfn-lock: {text}");
     let (lock_name, owner, seconds, limit) = match request(&args) {
@@ -75,20 +64,15 @@ pub async fn run(args: RunArgs) -> u8 {
             return 2;
         }
     };
-    let url = match args.store.as_deref() {
-        Some(url) => StoreUrl::parse(url),
-        None => StoreUrl::from_lookup(|name| std::env::var(name).ok()),
-    };
-    let sdk = sdk_config().await;
-    let store = match url.and_then(|url| Ok((AnyStore::from_url(&url, &sdk)?, url))) {
+    let store = match crate::store::open(args.store.as_deref()).await {
         Ok((store, url)) => {
             if args.verbose {
                 say(format!("store {url}, owner {}", owner.as_str()));
             }
             store
         }
-        Err(error) => {
-            say(format!("the store is misconfigured: {error}"));
+        Err(why) => {
+            say(why);
             return 1;
         }
     };
@@ -120,7 +104,7 @@ pub async fn run(args: RunArgs) -> u8 {
         seconds,
         limit,
     };
-    let status = supervise(&held, &args).await;
+    let status = supervise(&held, &args.command).await;
     match held
         .store
         .release_with_limit(
@@ -152,14 +136,9 @@ fn request(args: &RunArgs) -> Result<(LockName, Owner, LeaseSeconds, Limit), Str
 
 /// `host:pid:random`: unique, and says where the holder runs.
 fn default_owner() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|host| host.trim().to_string())
-        .filter(|host| !host.is_empty())
-        .unwrap_or_else(|| "localhost".into());
     format!(
-        "{host}:{}:{:06x}",
+        "{}:{}:{:06x}",
+        crate::store::host(),
         std::process::id(),
         random() % 0x100_0000
     )
@@ -190,6 +169,7 @@ async fn take(
         .wait
         .map(|wait| Instant::now() + Duration::from_secs(wait));
     let mut backoff = Duration::from_millis(200);
+    let mut announced: Option<Vec<String>> = None;
     loop {
         let outcome = store
             .acquire_with_limit(lock_name, owner, seconds, limit, EpochMillis::now())
@@ -219,13 +199,23 @@ async fn take(
             lock_name.as_str(),
             holders.join(", ")
         );
-        let pause = jittered(backoff);
-        if args.no_wait || deadline.is_some_and(|deadline| Instant::now() + pause > deadline) {
+        let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        if args.no_wait || left == Some(Duration::ZERO) {
             return Taken::NotObtained(format!("{held}: not obtained"));
         }
-        if args.verbose {
-            eprintln!("sfn-lock: {held}; waiting");
+        // Who it waits for, whenever that changes (each try with --verbose):
+        // a long wait is never silent.
+        let owners: Vec<String> = contention.holders.iter().map(|h| h.owner.clone()).collect();
+        if args.verbose || announced.as_ref() != Some(&owners) {
+            let bound = match args.wait {
+                Some(wait) => format!("up to {wait} s"),
+                None => "no time limit".into(),
+            };
+            eprintln!("sfn-lock: {held}; waiting ({bound})");
+            announced = Some(owners);
         }
+        // The last try comes at the deadline, not a pause before it.
+        let pause = jittered(backoff).min(left.unwrap_or(Duration::MAX));
         sleep(pause).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
@@ -235,131 +225,4 @@ async fn take(
 fn jittered(backoff: Duration) -> Duration {
     let half = backoff / 2;
     half + Duration::from_millis(random() % (half.as_millis() as u64 + 1))
-}
-
-/// Runs the command; forwards SIGINT, SIGTERM and SIGHUP to it; renews the
-/// lease; sends it SIGTERM if the lease is lost. The run's exit status.
-async fn supervise(held: &Held, args: &RunArgs) -> u8 {
-    let lease = &held.lease;
-    let spawned = Command::new(&args.command[0])
-        .args(&args.command[1..])
-        .env("SFN_LOCK_NAME", lease.lock_name.as_str())
-        .env("SFN_LOCK_OWNER", lease.owner.as_str())
-        .env("SFN_LOCK_FENCING_TOKEN", lease.fencing_token.to_string())
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(error) => {
-            eprintln!("sfn-lock: cannot run {:?}: {error}", args.command[0]);
-            return 127;
-        }
-    };
-    let pid = child.id().and_then(|pid| i32::try_from(pid).ok());
-    let forward = |signal: i32| {
-        if let Some(pid) = pid {
-            // SAFETY: kill(2) on our own child's pid; it has no memory effects here.
-            unsafe { libc::kill(pid, signal) };
-        }
-    };
-    let mut signals = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) {
-        (Ok(int), Ok(term), Ok(hup)) => (int, term, hup),
-        _ => {
-            forward(libc::SIGTERM);
-            eprintln!("sfn-lock: cannot watch signals; stopped the command");
-            return 1;
-        }
-    };
-    let heartbeat = crate::run::keep_alive(held);
-    tokio::pin!(heartbeat);
-    let mut lost = None;
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break status,
-            _ = signals.0.recv() => forward(libc::SIGINT),
-            _ = signals.1.recv() => forward(libc::SIGTERM),
-            _ = signals.2.recv() => forward(libc::SIGHUP),
-            why = &mut heartbeat, if lost.is_none() => {
-                eprintln!("sfn-lock: {why}: the lock's protection is gone, sending the command SIGTERM");
-                forward(libc::SIGTERM);
-                lost = Some(why);
-            }
-        }
-    };
-    let code = match status {
-        Ok(status) => match (status.code(), status.signal()) {
-            (Some(code), _) => u8::try_from(code).unwrap_or(1),
-            (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
-            (None, None) => 1,
-        },
-        Err(error) => {
-            eprintln!("sfn-lock: lost track of the command: {error}");
-            1
-        }
-    };
-    match (lost, code) {
-        (Some(_), 0) => 1,
-        _ => code,
-    }
-}
-
-/// Renews the lease every third of it; answers why, once it can no longer
-/// be sure to hold the lock: another owner has it, a renewal came back as a
-/// new grant (the lease had run out), or no renewal landed before the last
-/// sixth of the lease.
-async fn keep_alive(held: &Held) -> String {
-    let lease = &held.lease;
-    let seconds = u64::from(held.seconds.get());
-    let every = Duration::from_millis(seconds * 1000 / 3);
-    let margin = (seconds * 1000 / 6) as i64;
-    let mut expires_at = lease.expires_at;
-    let mut next = Instant::now() + every;
-    loop {
-        sleep(next.saturating_duration_since(Instant::now())).await;
-        // A renewal may take no longer than the lease has left before its
-        // last sixth: an unreachable store must not hold the answer back.
-        let left = expires_at.0 - margin - EpochMillis::now().0;
-        let renewal = held.store.acquire_with_limit(
-            &lease.lock_name,
-            &lease.owner,
-            held.seconds,
-            held.limit,
-            EpochMillis::now(),
-        );
-        let Ok(outcome) = timeout(Duration::from_millis(left.max(0) as u64), renewal).await else {
-            return format!(
-                "no renewal before the lease ends at {expires_at} (the store did not answer)"
-            );
-        };
-        match outcome {
-            Ok(AcquireOutcome::Renewed(renewed))
-                if renewed.fencing_token == lease.fencing_token =>
-            {
-                expires_at = renewed.expires_at;
-                next = Instant::now() + every;
-                continue;
-            }
-            Ok(AcquireOutcome::Held(contention)) => {
-                let by = contention
-                    .holders
-                    .first()
-                    .map(|h| h.owner.clone())
-                    .unwrap_or_default();
-                return format!("the lock was taken over by {by}");
-            }
-            Ok(other) => {
-                return format!("the renewal answered {other:?}, not a renewal of the lease")
-            }
-            Err(error) => {
-                if EpochMillis::now().0 >= expires_at.0 - margin {
-                    return format!("no renewal before the lease ends at {expires_at} ({error})");
-                }
-                eprintln!("sfn-lock: renewal failed, trying again: {error}");
-                next = Instant::now() + Duration::from_millis(250);
-            }
-        }
-    }
 }

@@ -61,8 +61,19 @@ fn a_held_lock_is_not_obtained_111_or_0_with_x_or_the_chosen_status() {
         "true",
     ]);
     assert_eq!(chosen.status_code(), 5);
-    let waited = cli(&["run", "--wait", "1", &lock, "--", "true"]);
-    assert_eq!(waited.status_code(), 111);
+    // A wait says once whom it waits for, then gives up at its bound.
+    let waited = cli(&["run", "--wait", "1", &lock, "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(waited.status.code(), Some(111));
+    let stderr = String::from_utf8_lossy(&waited.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].contains("arn:exec:holder") && lines[0].contains("waiting (up to 1 s)"),
+        "{stderr}"
+    );
+    assert!(lines[1].ends_with("not obtained"), "{stderr}");
 }
 
 #[test]

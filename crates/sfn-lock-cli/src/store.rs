@@ -1,0 +1,27 @@
+//! Where the CLI finds the lock: `--store URL`, else the environment the
+//! Lambda functions read (`LOCK_STORE_URL` or `LOCK_TABLE_NAME`), with the
+//! standard AWS variables for credentials, Region and endpoints.
+
+use sfn_lock::lambda::sdk_config;
+use sfn_lock::{AnyStore, StoreUrl};
+
+/// The store, or one line saying why there is none (exit status 1).
+pub async fn open(store: Option<&str>) -> Result<(AnyStore, StoreUrl), String> {
+    let url = match store {
+        Some(url) => StoreUrl::parse(url),
+        None => StoreUrl::from_lookup(|name| std::env::var(name).ok()),
+    };
+    let sdk = sdk_config().await;
+    url.and_then(|url| Ok((AnyStore::from_url(&url, &sdk)?, url)))
+        .map_err(|error| format!("the store is misconfigured: {error}"))
+}
+
+/// The machine's name, for owners and for who forced a release.
+pub fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|host| host.trim().to_string())
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}

@@ -1,0 +1,146 @@
+//! What `sfn-lock run` does while COMMAND runs: forwards signals to it,
+//! keeps the lease alive, and sends it SIGTERM once the lock's protection is
+//! gone, so that a command never runs on without its lock silently.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use sfn_lock::{AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, Limit, LockStore};
+use tokio::process::Command;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::time::{sleep, timeout, Instant};
+
+/// What the run holds the lock with.
+pub(crate) struct Held {
+    pub store: AnyStore,
+    pub lease: Lease,
+    pub seconds: LeaseSeconds,
+    pub limit: Limit,
+}
+
+/// Runs the command; forwards SIGINT, SIGTERM and SIGHUP to it; renews the
+/// lease; sends it SIGTERM if the lease is lost. The run's exit status.
+pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
+    let lease = &held.lease;
+    let spawned = Command::new(&command[0])
+        .args(&command[1..])
+        .env("SFN_LOCK_NAME", lease.lock_name.as_str())
+        .env("SFN_LOCK_OWNER", lease.owner.as_str())
+        .env("SFN_LOCK_FENCING_TOKEN", lease.fencing_token.to_string())
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("sfn-lock: cannot run {:?}: {error}", command[0]);
+            return 127;
+        }
+    };
+    let pid = child.id().and_then(|pid| i32::try_from(pid).ok());
+    let forward = |signal: i32| {
+        if let Some(pid) = pid {
+            // SAFETY: kill(2) on our own child's pid; it has no memory effects here.
+            unsafe { libc::kill(pid, signal) };
+        }
+    };
+    let mut signals = match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) {
+        (Ok(int), Ok(term), Ok(hup)) => (int, term, hup),
+        _ => {
+            forward(libc::SIGTERM);
+            eprintln!("sfn-lock: cannot watch signals; stopped the command");
+            return 1;
+        }
+    };
+    let heartbeat = keep_alive(held);
+    tokio::pin!(heartbeat);
+    let mut lost = None;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = signals.0.recv() => forward(libc::SIGINT),
+            _ = signals.1.recv() => forward(libc::SIGTERM),
+            _ = signals.2.recv() => forward(libc::SIGHUP),
+            why = &mut heartbeat, if lost.is_none() => {
+                eprintln!("sfn-lock: {why}: the lock's protection is gone, sending the command SIGTERM");
+                forward(libc::SIGTERM);
+                lost = Some(why);
+            }
+        }
+    };
+    let code = match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => u8::try_from(code).unwrap_or(1),
+            (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+            (None, None) => 1,
+        },
+        Err(error) => {
+            eprintln!("sfn-lock: lost track of the command: {error}");
+            1
+        }
+    };
+    match (lost, code) {
+        (Some(_), 0) => 1,
+        _ => code,
+    }
+}
+
+/// Renews the lease every third of it; answers why, once it can no longer
+/// be sure to hold the lock: another owner has it, a renewal came back as a
+/// new grant (the lease had run out), or no renewal landed before the last
+/// sixth of the lease.
+async fn keep_alive(held: &Held) -> String {
+    let lease = &held.lease;
+    let seconds = u64::from(held.seconds.get());
+    let every = Duration::from_millis(seconds * 1000 / 3);
+    let margin = (seconds * 1000 / 6) as i64;
+    let mut expires_at = lease.expires_at;
+    let mut next = Instant::now() + every;
+    loop {
+        sleep(next.saturating_duration_since(Instant::now())).await;
+        // A renewal may take no longer than the lease has left before its
+        // last sixth: an unreachable store must not hold the answer back.
+        let left = expires_at.0 - margin - EpochMillis::now().0;
+        let renewal = held.store.acquire_with_limit(
+            &lease.lock_name,
+            &lease.owner,
+            held.seconds,
+            held.limit,
+            EpochMillis::now(),
+        );
+        let Ok(outcome) = timeout(Duration::from_millis(left.max(0) as u64), renewal).await else {
+            return format!(
+                "no renewal before the lease ends at {expires_at} (the store did not answer)"
+            );
+        };
+        match outcome {
+            Ok(AcquireOutcome::Renewed(renewed))
+                if renewed.fencing_token == lease.fencing_token =>
+            {
+                expires_at = renewed.expires_at;
+                next = Instant::now() + every;
+                continue;
+            }
+            Ok(AcquireOutcome::Held(contention)) => {
+                let by = contention
+                    .holders
+                    .first()
+                    .map(|h| h.owner.clone())
+                    .unwrap_or_default();
+                return format!("the lock was taken over by {by}");
+            }
+            Ok(other) => {
+                return format!("the renewal answered {other:?}, not a renewal of the lease")
+            }
+            Err(error) => {
+                if EpochMillis::now().0 >= expires_at.0 - margin {
+                    return format!("no renewal before the lease ends at {expires_at} ({error})");
+                }
+                eprintln!("sfn-lock: renewal failed, trying again: {error}");
+                next = Instant::now() + Duration::from_millis(250);
+            }
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! `sfn-lock wrap DEFINITION.json`: prints DEFINITION with the lock around
+//! its states, so that locking an existing state machine is one command
+//! instead of the README's hand edit ("Adding the lock to your own state
+//! machine").
+//!
+//! **What the output is.** statemachine/locked-workflow.asl.json
+//! (`--mode wait`) or skip-if-running.asl.json (`--mode skip`), compiled in,
+//! state for state: every lock state, Retry, Catch and Comment as reviewed.
+//! Only these change:
+//! - the example workload branch of `Run Workload Under Lock` becomes the
+//!   user's `StartAt` and `States`, in their own order and layout;
+//! - `TimeoutSeconds` is the user's own (required) plus, in `--mode wait`,
+//!   `--max-wait-seconds`; the lease is that plus `--workload-max-run-seconds`
+//!   plus `--lease-margin-seconds`, so no execution outlasts its lock.
+//!   `Version` is kept; `Comment` is the user's, then what the wrap did (the
+//!   timeout, a warning against redrive), then the reviewed file's;
+//! - the lock name (`--lock-name`, or `--lock-name-path $.key`, read from
+//!   `$$.Execution.Input` because the release states do not see the input),
+//!   `--limit`, `--max-wait-seconds` and `--pass-lock-to-workload` are filled
+//!   in; `${AcquireLockFunctionArn}` and `${ReleaseLockFunctionArn}` stay, for
+//!   the user's DefinitionSubstitutions, as do the user's own placeholders.
+//!
+//! **What the user's states see and give**: the locked workflow's contract.
+//! Their input is the execution input unchanged (plus `sfnLock` with
+//! `--pass-lock-to-workload`); the execution's output is their output. Any
+//! error leaving their states (a Fail state's included) releases the lock
+//! and fails the execution with that error and cause; after `States.Timeout`,
+//! `States.HeartbeatTimeout` or a Lambda service error the lock is held
+//! `--workload-max-run-seconds` first (the work may still run). A failed
+//! release after success still succeeds (`Succeed And Leave Lock To
+//! Cleanup`). Errors no `Catch` can take (`States.DataLimitExceeded`,
+//! `States.Runtime`) and stopped or timed-out executions leave the lock to
+//! the sweep (list the state machine in `LockedStateMachineArns`) or, at
+//! worst, the lease. In `--mode skip` a held lock ends the execution at once,
+//! SUCCEEDED, with `{"skipped": true, "lock": {...}}`.
+//!
+//! **Why the wait is added to the user's TimeoutSeconds.** The execution
+//! timeout bounds the whole execution, the wait for the lock included. Kept
+//! as it was, a wait longer than it (the default 3600 s against a user's 60)
+//! would end TIMED_OUT instead of failing with LockWaitTimeout, and the
+//! user's states would get only what the wait left of their time. Refusing
+//! such combinations, or deriving the wait from the timeout, would make the
+//! user choose between a short wait and a changed timeout anyway; adding the
+//! wait keeps both as they were written: the states keep their whole
+//! TimeoutSeconds after the longest regular wait, a wait ends with
+//! LockWaitTimeout, and the lease grows with the execution timeout (the
+//! lease limit check counts the wait). Not counted: a wait may overrun its
+//! bound by one capped backoff (10 s), and the lock's own acquire and release
+//! take a second or two each (about a minute if store errors are retried);
+//! these come out of the user's time as before. `--mode skip` never waits and
+//! adds nothing.
+//!
+//! **The user's Retry and Catch** stay as written, except on an error after
+//! which the work may still be running: the names the reviewed file's
+//! workload Catch sends to "Wait For Timed-Out Workload To Stop"
+//! (States.Timeout, States.HeartbeatTimeout, the Lambda service errors of an
+//! invoke: read from the file, so the two cannot drift) and the catch-alls
+//! that include them (States.ALL, States.TaskFailed). A Retry on one starts a
+//! second run beside the first (the template's own workload task retries only
+//! throttling for this reason), and the lock is released when the branch
+//! ends; a Catch on one ends the error inside the branch, so the lock's Catch
+//! never holds the lock for the running work. Such a definition is refused
+//! (the first offender, by state name, depth first), at any depth: Parallel
+//! branches, Map processors, the user's own Parallel or Map included. A
+//! retrier with MaxAttempts 0 never retries and passes.
+//! `--allow-unsafe-error-handling` wraps anyway, with one warning line per
+//! offending retrier or catcher on stderr. A Map that tolerates failed items
+//! (ToleratedFailureCount or ToleratedFailurePercentage above 0, or either's
+//! `...Path` form) is refused, and let through by the same flag, for the same
+//! reason: an item's timed-out work runs on after the Map succeeds
+//! (wrap_tolerated).
+//!
+//! **Redrive.** Redrive re-runs only the states that did not succeed, so a
+//! wrapped execution redriven after a stop, a timeout or an error no Catch
+//! takes (States.Runtime, States.DataLimitExceeded) re-runs the user's states
+//! without re-acquiring the lock (README, "Crash safety"; DESIGN.md,
+//! "Redrive"). The output's Comment says not to redrive; stderr stays quiet.
+//!
+//! **Refused** (status 1, nothing on stdout): a file that cannot be read, is
+//! not JSON, or is no definition (not an object; StartAt or States missing or
+//! wrong; unknown top-level fields); `QueryLanguage` other than JSONPath at
+//! the top or in any state (the lock states are JSONPath, and the local
+//! interpreter the output is tested in has no JSONata); a definition that
+//! already has the lock states; a state, at any depth, named like a lock
+//! state (names are unique across a whole state machine, branches
+//! included); no top-level TimeoutSeconds, or one whose lease would pass
+//! acquire-lock's limit; a Retry or Catch on an error after which the work
+//! may still be running, or a Map that tolerates failed items (above).
+//! Everything else a definition holds may stay in a Parallel branch: a
+//! branch is a whole state machine's `StartAt` and `States` (ASL, Parallel
+//! state: "exactly like those in the top level"), its
+//! transitions stay inside, and its Fail states fail the Parallel, which the
+//! Catch re-raises. Bad flags are usage errors (status 2).
+
+// In the order a wrap runs: the flags (here) and the reviewed file they
+// fill in, the checks of the user's definition, then the output.
+#[path = "wrap_build.rs"]
+mod build;
+#[path = "wrap_check.rs"]
+mod check;
+#[path = "wrap_comment.rs"]
+mod comment;
+#[path = "wrap_errors.rs"]
+mod errors;
+#[cfg(test)]
+#[path = "wrap_fixtures.rs"]
+mod fixtures;
+#[path = "wrap_pipeline.rs"]
+mod pipeline;
+#[path = "wrap_states.rs"]
+mod states;
+#[path = "wrap_template.rs"]
+mod template;
+#[path = "wrap_text.rs"]
+mod text;
+#[path = "wrap_tolerated.rs"]
+mod tolerated;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+
+use pipeline::{wrap_text, Wrapped};
+use template::{LockName, Mode, Settings};
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("lock").required(true).args(["lock_name", "lock_name_path"])))]
+#[command(
+    after_help = "Exit status: 0 with the definition on stdout (and stderr empty but for \
+    --allow-unsafe-error-handling's warnings); 1 if DEFINITION cannot be \
+    read or wrapped (one line on stderr, nothing on stdout); 2 for a usage error. Refused \
+    among others: a Retry or Catch of yours, at any depth, on an error after which the work \
+    may still be running (States.Timeout, States.HeartbeatTimeout, Lambda.ServiceException, \
+    Lambda.AWSLambdaException, Lambda.SdkClientException, \
+    Lambda.ClientExecutionTimeoutException, States.ALL, States.TaskFailed): the lock's own \
+    states handle those; and a Map that tolerates failed items (ToleratedFailureCount or \
+    ToleratedFailurePercentage above 0, or their ...Path forms).\n\n\
+    Do not redrive a wrapped execution (the output's Comment says why): start a new one.\n\n\
+    The output keeps ${AcquireLockFunctionArn} and ${ReleaseLockFunctionArn} for your \
+    template's DefinitionSubstitutions (the stack outputs of the same names)."
+)]
+pub struct WrapArgs {
+    /// The lock every execution takes ('${LockName}' leaves it to DefinitionSubstitutions).
+    #[arg(long, value_name = "NAME", value_parser = lock_name)]
+    lock_name: Option<String>,
+    /// A lock per key: a JSONPath into the execution input, e.g. '$.customerId'.
+    #[arg(long, value_name = "JSONPATH", value_parser = lock_name_path)]
+    lock_name_path: Option<String>,
+    /// How many executions may hold the lock at once (1: a mutex; up to 1000: a semaphore).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    limit: u16,
+    /// wait: wait for the lock (locked-workflow.asl.json); skip: succeed at once as skipped
+    /// while it is held (skip-if-running.asl.json).
+    #[arg(long, value_enum, default_value_t = Mode::Wait)]
+    mode: Mode,
+    /// With --mode wait: how long to wait for the lock before failing with LockWaitTimeout;
+    /// added to your TimeoutSeconds, so that your states keep their whole time after a wait
+    /// (and the lease grows with it) [default: 3600].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=36000))]
+    max_wait_seconds: Option<u32>,
+    /// The longest a task of yours runs on after its state ended (your Lambda function's own
+    /// Timeout): the lock is held that long after a timeout, and it is part of the lease.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900,
+          value_parser = clap::value_parser!(u32).range(30..=86400))]
+    workload_max_run_seconds: u32,
+    /// Added to the execution's TimeoutSeconds (yours + --max-wait-seconds) +
+    /// --workload-max-run-seconds to make the lease.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u32).range(0..=86400))]
+    lease_margin_seconds: u32,
+    /// Give your states their lock (lockName, owner, fencingToken, expiresAt) as $.sfnLock
+    /// in their input, which must then be a JSON object.
+    #[arg(long)]
+    pass_lock_to_workload: bool,
+    /// Wrap even if your states Retry or Catch an error after which their work may still be
+    /// running (States.Timeout, States.HeartbeatTimeout, a Lambda service error, States.ALL,
+    /// States.TaskFailed), or a Map of yours tolerates failed items, which lets the lock go
+    /// while that work runs on: one warning line each on stderr, and the mutual exclusion is
+    /// yours to ensure.
+    #[arg(long)]
+    allow_unsafe_error_handling: bool,
+    /// The definition to wrap: ASL JSON (JSONPath), with a top-level TimeoutSeconds.
+    #[arg(value_name = "DEFINITION.json")]
+    definition: PathBuf,
+}
+
+/// The default of `--max-wait-seconds`, the template's `MaxWaitSeconds`.
+const DEFAULT_MAX_WAIT_SECONDS: u32 = 3600;
+
+pub fn wrap(args: WrapArgs) -> u8 {
+    let mode = args.mode;
+    if mode == Mode::Skip && args.max_wait_seconds.is_some() {
+        eprintln!("sfn-lock: --max-wait-seconds is for --mode wait: --mode skip never waits");
+        return 2;
+    }
+    let lock_name = match (args.lock_name, args.lock_name_path) {
+        (Some(name), _) => LockName::Fixed(name),
+        (None, Some(path)) => LockName::InputPath(path),
+        // clap's ArgGroup requires one of them.
+        (None, None) => {
+            eprintln!("sfn-lock: --lock-name or --lock-name-path is required");
+            return 2;
+        }
+    };
+    let settings = Settings {
+        mode,
+        lock_name,
+        limit: args.limit,
+        max_wait_seconds: args.max_wait_seconds.unwrap_or(DEFAULT_MAX_WAIT_SECONDS),
+        workload_max_run_seconds: args.workload_max_run_seconds,
+        lease_margin_seconds: args.lease_margin_seconds,
+        pass_lock_to_workload: args.pass_lock_to_workload,
+    };
+    let allow_unsafe = args.allow_unsafe_error_handling;
+    let shown = args.definition.display();
+    let wrapped = match std::fs::read_to_string(&args.definition) {
+        Err(error) => Err(format!("cannot read {shown}: {error}")),
+        Ok(text) => {
+            wrap_text(&text, &settings, allow_unsafe).map_err(|reason| format!("{shown}: {reason}"))
+        }
+    };
+    let definition = match wrapped {
+        Ok(Wrapped {
+            definition,
+            warnings,
+        }) => {
+            for warning in warnings {
+                eprintln!("sfn-lock: warning: {shown}: {warning}");
+            }
+            definition
+        }
+        Err(message) => {
+            eprintln!("sfn-lock: {message}");
+            return 1;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout
+        .write_all(definition.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("sfn-lock: cannot write the definition: {error}");
+        return 1;
+    }
+    0
+}
+
+/// acquire-lock's rule for `lockName`: 1 to 1024 bytes, no control characters.
+fn lock_name(name: &str) -> Result<String, String> {
+    if name.is_empty() || name.len() > 1024 {
+        return Err(format!("{} bytes: a lock name has 1 to 1024", name.len()));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("a lock name has no control characters".into());
+    }
+    Ok(name.to_owned())
+}
+
+/// A JSONPath into the execution input: `$.key` or `$['key']`, more after it.
+fn lock_name_path(path: &str) -> Result<String, String> {
+    // `$$...` (the context object) fails too: the rest starts with `$`.
+    let rest = path.strip_prefix('$').unwrap_or_default();
+    if !(rest.starts_with('.') || rest.starts_with('[')) || rest.len() < 2 {
+        return Err("a JSONPath into the execution input, such as $.customerId".into());
+    }
+    if path.chars().any(char::is_control) {
+        return Err("a JSONPath has no control characters".into());
+    }
+    Ok(path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_follow_the_lock_functions_rules() {
+        assert!(lock_name("nightly-etl").is_ok());
+        assert!(lock_name("${LockName}").is_ok());
+        assert!(lock_name("").is_err());
+        assert!(lock_name(&"x".repeat(1025)).is_err());
+        assert!(lock_name("a\nb").is_err());
+        assert!(lock_name_path("$.customerId").is_ok());
+        assert!(lock_name_path("$['customer id']").is_ok());
+        for bad in ["customerId", "$", "$.", "$$.Execution.Input.x", "$x"] {
+            assert!(lock_name_path(bad).is_err(), "{bad}");
+        }
+    }
+}

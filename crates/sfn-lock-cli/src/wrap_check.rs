@@ -1,0 +1,234 @@
+//! What `sfn-lock wrap` refuses, before it builds anything: each check names
+//! what is wrong and what to do, in one line. The checks run in the order of
+//! their refusals' importance: no definition at all, then JSONata (the
+//! reason a well formed definition cannot be wrapped), a second wrap, a lock
+//! state's name, the timeout, and last the error handling (wrap_errors).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::errors::unsafe_error_handling;
+use super::states::{for_each_state, kind, machine};
+
+/// The top-level fields of an ASL definition (States Language specification,
+/// "Top-level fields"; `QueryLanguage` since variables and JSONata).
+const TOP_LEVEL_FIELDS: [&str; 6] = [
+    "Comment",
+    "StartAt",
+    "States",
+    "TimeoutSeconds",
+    "Version",
+    "QueryLanguage",
+];
+
+/// The longest lease acquire-lock accepts (`leaseSeconds`, README "The contract").
+pub(crate) const MAX_LEASE_SECONDS: u64 = 31_536_000;
+
+/// The user's top-level fields that the wrapped definition carries over
+/// (`StartAt` and `States` are spliced in as text by wrap_build), and the
+/// warnings to print if the definition is wrapped.
+#[derive(Debug, PartialEq)]
+pub(crate) struct UserDefinition {
+    pub(crate) timeout_seconds: u64,
+    pub(crate) comment: Option<String>,
+    pub(crate) version: Option<String>,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// What a definition is checked against.
+pub(crate) struct Rules<'r> {
+    /// The names of the lock's own states.
+    pub(crate) lock_states: &'r BTreeSet<String>,
+    /// The errors after which a task's work may still be running
+    /// (wrap_errors' `work_may_still_run`).
+    pub(crate) work_may_still_run: &'r BTreeSet<String>,
+    /// --allow-unsafe-error-handling: warn instead of refusing.
+    pub(crate) allow_unsafe_error_handling: bool,
+    /// What the lease adds to the user's TimeoutSeconds, and the flags it is.
+    pub(crate) lease_extra: u64,
+    pub(crate) lease_extra_flags: &'static str,
+}
+
+/// Checks `definition` can run as the lock's workload branch.
+pub(crate) fn check(definition: &Value, rules: &Rules) -> Result<UserDefinition, String> {
+    let Value::Object(top) = definition else {
+        return Err(format!(
+            "the top level is {}, not an object: an ASL definition is {{\"StartAt\": ..., \"States\": {{...}}}}",
+            kind(definition)
+        ));
+    };
+    if let Some(field) = top
+        .keys()
+        .find(|key| !TOP_LEVEL_FIELDS.contains(&key.as_str()))
+    {
+        return Err(format!(
+            "unknown top-level field \"{field}\" (an ASL definition has {})",
+            TOP_LEVEL_FIELDS.join(", ")
+        ));
+    }
+    // Before the shape: a JSONata definition may be well formed, and this is
+    // the reason it cannot be wrapped.
+    json_path_only(top, "at the top level")?;
+    let states = machine("the definition", top)?;
+    for_each_state(states, &mut |name, state| {
+        json_path_only(state, &format!("in state \"{name}\""))
+    })?;
+    if ["Acquire Lock", "Release Lock"]
+        .iter()
+        .all(|name| states.contains_key(*name))
+    {
+        return Err(
+            "it already has sfn-lock's lock states (\"Acquire Lock\", \"Release Lock\"): \
+                    it is locked already; wrap the original definition instead"
+                .into(),
+        );
+    }
+    for_each_state(states, &mut |name, _| {
+        if rules.lock_states.contains(name) {
+            Err(format!(
+                "state \"{name}\" has the name of one of the lock's states, and state names \
+                 must be unique in the whole state machine, branches included: rename it"
+            ))
+        } else {
+            Ok(())
+        }
+    })?;
+    let timeout_seconds = timeout_seconds(top.get("TimeoutSeconds"), rules)?;
+    let warnings = unsafe_error_handling(
+        states,
+        rules.work_may_still_run,
+        rules.allow_unsafe_error_handling,
+    )?;
+    Ok(UserDefinition {
+        timeout_seconds,
+        comment: optional_string(top, "Comment")?,
+        version: optional_string(top, "Version")?,
+        warnings,
+    })
+}
+
+/// Refuses a `QueryLanguage` other than JSONPath in `fields` (the top level
+/// or a state): the lock states are JSONPath, and the local interpreter the
+/// output is tested in has no JSONata.
+fn json_path_only(fields: &Map<String, Value>, place: &str) -> Result<(), String> {
+    match fields.get("QueryLanguage") {
+        None => Ok(()),
+        Some(Value::String(language)) if language == "JSONPath" => Ok(()),
+        Some(language) => Err(format!(
+            "QueryLanguage {language} {place}: sfn-lock's lock states are JSONPath and a wrapped \
+             JSONata definition has not been tested; only JSONPath definitions can be wrapped"
+        )),
+    }
+}
+
+/// The execution timeout the lease is derived from: required, because
+/// without it an execution may run a year, longer than any lease.
+fn timeout_seconds(value: Option<&Value>, rules: &Rules) -> Result<u64, String> {
+    let lease_extra = rules.lease_extra;
+    let Some(value) = value else {
+        return Err(
+            "no top-level TimeoutSeconds: the lock's lease is derived from the \
+                    execution timeout, so add one (e.g. \"TimeoutSeconds\": 3600)"
+                .into(),
+        );
+    };
+    let seconds = value
+        .as_u64()
+        .filter(|seconds| *seconds >= 1)
+        .ok_or_else(|| {
+            format!("TimeoutSeconds is {value}, not a positive whole number of seconds")
+        })?;
+    let lease = seconds.saturating_add(lease_extra);
+    if lease > MAX_LEASE_SECONDS {
+        return Err(format!(
+            "TimeoutSeconds {seconds} + {lease_extra} ({}) makes a lease of {lease} s, over \
+             the {MAX_LEASE_SECONDS} acquire-lock accepts",
+            rules.lease_extra_flags
+        ));
+    }
+    Ok(seconds)
+}
+
+fn optional_string(top: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+    match top.get(field) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!("{field} is {}, not a string", kind(other))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::fixtures::{check_with, refusal, sample, with};
+    use super::*;
+
+    #[test]
+    fn a_plain_definition_passes_with_its_fields() {
+        let checked = check_with(&sample(), false).expect("wrappable");
+        assert_eq!(
+            checked,
+            UserDefinition {
+                timeout_seconds: 600,
+                comment: Some("nightly".into()),
+                version: None,
+                warnings: Vec::new(),
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_no_definition() {
+        assert!(refusal(json!([1])).contains("an array, not an object"));
+        let mut no_states = sample();
+        no_states.as_object_mut().map(|top| top.remove("States"));
+        assert!(refusal(no_states).contains("has no States"));
+        assert!(refusal(with("StartAt", json!("Z"))).contains("\"Z\", which is not in States"));
+        assert!(refusal(with("States", json!({}))).contains("States is empty"));
+        assert!(refusal(with("Extra", json!(1))).contains("unknown top-level field \"Extra\""));
+    }
+
+    #[test]
+    fn refuses_jsonata_at_the_top_or_in_any_state() {
+        assert!(refusal(with("QueryLanguage", json!("JSONata"))).contains("at the top level"));
+        let mut nested = sample();
+        nested["States"]["B"]["Branches"][0]["States"]["C"]["QueryLanguage"] = json!("JSONata");
+        assert!(refusal(nested).contains("in state \"C\""));
+        let explicit = with("QueryLanguage", json!("JSONPath"));
+        assert!(check_with(&explicit, false).is_ok());
+    }
+
+    #[test]
+    fn refuses_lock_state_names_anywhere_and_a_second_wrap() {
+        let mut nested = sample();
+        let branch = &mut nested["States"]["B"]["Branches"][0];
+        branch["States"] = json!({"Release Lock": {"Type": "Pass", "End": true}});
+        branch["StartAt"] = json!("Release Lock");
+        assert!(refusal(nested)
+            .contains("state \"Release Lock\" has the name of one of the lock's states"));
+
+        let mut wrapped = sample();
+        wrapped["States"]["Acquire Lock"] = json!({"Type": "Pass", "Next": "A"});
+        wrapped["States"]["Release Lock"] = json!({"Type": "Pass", "End": true});
+        assert!(refusal(wrapped).contains("it is locked already"));
+    }
+
+    #[test]
+    fn needs_a_timeout_the_lease_can_cover() {
+        let mut none = sample();
+        none.as_object_mut().map(|top| top.remove("TimeoutSeconds"));
+        assert!(refusal(none).contains("no top-level TimeoutSeconds"));
+        assert!(refusal(with("TimeoutSeconds", json!(0))).contains("not a positive whole number"));
+        assert!(refusal(with("TimeoutSeconds", json!(1.5))).contains("not a positive whole number"));
+        let longest = MAX_LEASE_SECONDS - 1200;
+        assert!(check_with(&with("TimeoutSeconds", json!(longest)), false).is_ok());
+        let over = refusal(with("TimeoutSeconds", json!(longest + 1)));
+        assert!(over.contains("over the 31536000"), "{over}");
+        assert!(
+            over.contains("(--workload-max-run-seconds + --lease-margin-seconds)"),
+            "{over}"
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! Test fixtures the wrap modules share: settings, the rules a definition is
+//! checked against, and a small definition to edit into each case.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+use super::check::{check, Rules, UserDefinition};
+use super::errors::work_may_still_run;
+use super::template::{LockName, Mode, Settings, Template, WAIT_STATE, WORKLOAD_STATE};
+
+/// The flags' defaults, with `--lock-name etl`.
+pub(crate) fn settings() -> Settings {
+    Settings {
+        mode: Mode::Wait,
+        lock_name: LockName::Fixed("etl".into()),
+        limit: 1,
+        max_wait_seconds: 3600,
+        workload_max_run_seconds: 900,
+        lease_margin_seconds: 300,
+        pass_lock_to_workload: false,
+    }
+}
+
+fn lock_states() -> BTreeSet<String> {
+    ["Acquire Lock", "Run Workload Under Lock", "Release Lock"]
+        .map(String::from)
+        .into()
+}
+
+/// The set as read from the reviewed file of `mode`.
+pub(crate) fn work_may_still_run_in(mode: Mode) -> BTreeSet<String> {
+    let template = Template::load(&Settings { mode, ..settings() }, 60).expect("template loads");
+    work_may_still_run(&template.value, WORKLOAD_STATE, WAIT_STATE).expect("the set")
+}
+
+pub(crate) fn check_with(definition: &Value, allow_unsafe: bool) -> Result<UserDefinition, String> {
+    let rules = Rules {
+        lock_states: &lock_states(),
+        work_may_still_run: &work_may_still_run_in(Mode::Wait),
+        allow_unsafe_error_handling: allow_unsafe,
+        lease_extra: 1200,
+        lease_extra_flags: "--workload-max-run-seconds + --lease-margin-seconds",
+    };
+    check(definition, &rules)
+}
+
+pub(crate) fn sample() -> Value {
+    json!({
+        "Comment": "nightly",
+        "TimeoutSeconds": 600,
+        "StartAt": "A",
+        "States": {
+            "A": {"Type": "Pass", "Next": "B"},
+            "B": {"Type": "Parallel", "Branches": [
+                {"StartAt": "C", "States": {"C": {"Type": "Pass", "End": true}}}
+            ], "End": true}
+        }
+    })
+}
+
+pub(crate) fn refusal(definition: Value) -> String {
+    check_with(&definition, false).expect_err("refused")
+}
+
+pub(crate) fn with(field: &str, value: Value) -> Value {
+    let mut definition = sample();
+    definition[field] = value;
+    definition
+}
+
+/// The sample with `handling` (a Retry or Catch field) on the branch's state C.
+pub(crate) fn with_nested(field: &str, handling: Value) -> Value {
+    let mut definition = sample();
+    definition["States"]["B"]["Branches"][0]["States"]["C"] = json!({
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": "f"},
+        "TimeoutSeconds": 5,
+        field: handling,
+        "End": true
+    });
+    definition
+}

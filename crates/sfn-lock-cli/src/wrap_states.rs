@@ -1,0 +1,80 @@
+//! Walking a definition's state machines: the top level, Parallel branches
+//! and Map processors, each a `StartAt` and `States` (ASL: "exactly like
+//! those in the top level"), with state names unique across all of them.
+
+use serde_json::{Map, Value};
+
+/// A state machine's `States`, once its `StartAt` and `States` make sense
+/// (the top level, a Parallel branch, a Map's processor).
+pub(crate) fn machine<'d>(
+    what: &str,
+    machine: &'d Map<String, Value>,
+) -> Result<&'d Map<String, Value>, String> {
+    let start_at = match machine.get("StartAt") {
+        Some(Value::String(start_at)) => start_at,
+        Some(other) => {
+            return Err(format!(
+                "{what}: StartAt is {}, not a state name",
+                kind(other)
+            ))
+        }
+        None => return Err(format!("{what} has no StartAt")),
+    };
+    let states = match machine.get("States") {
+        Some(Value::Object(states)) if !states.is_empty() => states,
+        Some(Value::Object(_)) => return Err(format!("{what}: States is empty")),
+        Some(other) => return Err(format!("{what}: States is {}, not an object", kind(other))),
+        None => return Err(format!("{what} has no States")),
+    };
+    if !states.contains_key(start_at) {
+        return Err(format!(
+            "{what}: StartAt names \"{start_at}\", which is not in States"
+        ));
+    }
+    if let Some((name, state)) = states.iter().find(|(_, state)| !state.is_object()) {
+        return Err(format!(
+            "{what}: state \"{name}\" is {}, not an object",
+            kind(state)
+        ));
+    }
+    Ok(states)
+}
+
+/// What `for_each_state` does with each state: its name, its fields.
+type Visit<'v> = dyn FnMut(&str, &Map<String, Value>) -> Result<(), String> + 'v;
+
+/// Calls `visit` on every state, nested ones included (Parallel branches, Map
+/// processors: state names are unique across all of them). The nesting is
+/// bounded: serde_json refuses documents nested over 128 deep.
+pub(crate) fn for_each_state(states: &Map<String, Value>, visit: &mut Visit) -> Result<(), String> {
+    for (name, state) in states {
+        let Value::Object(state) = state else {
+            continue;
+        };
+        visit(name, state)?;
+        let branches = state.get("Branches").and_then(Value::as_array);
+        let processor = state.get("ItemProcessor").or_else(|| state.get("Iterator"));
+        let nested = branches.into_iter().flatten().chain(processor);
+        for inner in nested {
+            let Value::Object(inner) = inner else {
+                return Err(format!(
+                    "state \"{name}\": a branch or processor that is not an object"
+                ));
+            };
+            for_each_state(machine(&format!("state \"{name}\""), inner)?, visit)?;
+        }
+    }
+    Ok(())
+}
+
+/// What a JSON value is, for a message that says what was expected instead.
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
