@@ -31,5 +31,12 @@ echo "\$ sfn-lock wrap --lock-name nightly-etl tests/e2e/fixtures/wrap-sample.as
 wrapped=$(mktemp)
 trap 'rm -f "$wrapped"' EXIT
 sfn-lock wrap --lock-name nightly-etl tests/e2e/fixtures/wrap-sample.asl.json >"$wrapped"
-head -12 "$wrapped"
-echo "  ... $(wc -l <"$wrapped") lines: the sample's states inside the locked workflow"
+python3 - "$wrapped" <<'PY'
+import json, sys
+definition = json.load(open(sys.argv[1]))
+states = definition["States"]
+branch = states["Run Workload Under Lock"]["Branches"][0]["States"]
+print(f"  TimeoutSeconds {definition['TimeoutSeconds']} (the sample's 60 + the wait for the lock)")
+print(f"  lock states: {', '.join(states)}")
+print(f"  the sample's states, under the lock: {', '.join(branch)}")
+PY
