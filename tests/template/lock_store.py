@@ -22,6 +22,10 @@ resources     the store's resources exist, the other stores' do not (LockTable o
               ssm); the queued workflow (QueuedWorkflowStateMachine and its log
               group) only with dynamodb, the one store with a queue; nothing left
               refers to a resource that is gone (specialize raises).
+table         with dynamodb: kept on delete and replacement (DeletionPolicy and
+              UpdateReplacePolicy Retain) and DeletionProtectionEnabled, so that
+              neither a stack operation nor a direct DeleteTable drops every held
+              lock and fencing counter.
 bucket        with s3: kept on delete and replacement (Retain, as the table);
               versioning not enabled (every acquire and release overwrites a lock
               object); SSE-S3 (AES256: the functions have no kms: permissions);
@@ -199,6 +203,22 @@ def _denies_plain_http(statement: dict) -> bool:
             and str(condition.get("aws:SecureTransport")).lower() == "false")
 
 
+def table_problems(template: dict) -> list[Problem]:
+    table = (template.get("Resources", {}) or {}).get(TABLE)
+    if table is None:
+        return []  # resource_problems reports it
+    found: list[Problem] = []
+    for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+        if table.get(policy) != "Retain":
+            found.append(("table", f"{TABLE}'s {policy} is {table.get(policy)!r}, not Retain: deleting or "
+                                   "replacing the stack would drop every held lock and fencing counter"))
+    protected = (table.get("Properties", {}) or {}).get("DeletionProtectionEnabled")
+    if str(protected).lower() != "true":
+        found.append(("table", f"{TABLE}'s DeletionProtectionEnabled is {protected!r}, not true: a DeleteTable "
+                               "outside the stack would drop every held lock and fencing counter"))
+    return found
+
+
 def bucket_problems(template: dict) -> list[Problem]:
     resources = template.get("Resources", {}) or {}
     bucket = resources.get(BUCKET)
@@ -287,6 +307,8 @@ def problems(template: dict) -> list[Problem]:
         store_found = url_problems(deployed, store) + resource_problems(deployed, store)
         if store == "s3":
             store_found += bucket_problems(deployed)
+        if store == "dynamodb":
+            store_found += table_problems(deployed)
         found += [(rule, label + message) for rule, message in store_found]
     return found
 
@@ -375,6 +397,12 @@ def self_test(template: dict) -> int:
         ("ACLs on", _bucket(lambda p: p.pop("OwnershipControls")), "bucket", ("BucketOwnerEnforced",)),
         ("the bucket deleted with the stack", lambda t: _resources(t)[BUCKET].pop("DeletionPolicy"),
          "bucket", ("DeletionPolicy",)),
+        ("the table deleted with the stack", lambda t: _resources(t)[TABLE].pop("DeletionPolicy"),
+         "table", ("LockStore=dynamodb", "DeletionPolicy")),
+        ("the table replaced without a copy", lambda t: _resources(t)[TABLE].update(UpdateReplacePolicy="Delete"),
+         "table", ("UpdateReplacePolicy",)),
+        ("the table without deletion protection", lambda t: _resources(t)[TABLE]["Properties"].pop(
+            "DeletionProtectionEnabled", None), "table", ("DeletionProtectionEnabled",)),
         ("lock objects expired after 300 days", lambda t: _lifecycle_rule(t).update(ExpirationInDays=300),
          "bucket", ("300 days", "longest lease")),
         ("lock objects never expired", lambda t: _lifecycle_rule(t).pop("ExpirationInDays"),
