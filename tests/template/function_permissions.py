@@ -64,7 +64,8 @@ Rules
                  counts as extra)
     unreached    a client.<op>() in dynamodb*.rs that no function's entry points
                  reach: dead code, or a store method this check does not assign to
-                 a function (add it to ENTRY_POINTS)
+                 a function (add it to ENTRY_POINTS; the CLI's operator reads, run
+                 with an operator's credentials, are OPERATOR_ENTRY_POINTS)
     unreadable   a grant this check cannot evaluate (a managed policy other than
                  AWSLambdaBasicExecutionRole, NotAction, NotResource, a Deny, a
                  role from outside the template)
@@ -160,6 +161,10 @@ SSM_OPERATIONS = {"get_parameters_by_path", "put_parameter", "delete_parameters"
 #   release_granted_before for each lock found.
 # The trait's provided acquire() and release() (store.rs) only forward to the
 # *_with_limit methods, and no function calls them. CHAINS checks each step.
+# LockStore methods only the CLI calls (crates/sfn-lock-cli/src/ops.rs), with the
+# operator's credentials: no function is granted what they call.
+OPERATOR_ENTRY_POINTS = ("inspect", "list_held")
+
 ENTRY_POINTS = {
     "AcquireLockFunction": ("acquire_with_limit", "acquire_or_queue"),
     "ReleaseLockFunction": ("release_with_limit",),
@@ -176,10 +181,12 @@ class Chain:
     link: str
     file: str
     whole_file: bool = False
+    # The fn `link` hands the request to (`self.<inner>(`), where the store calls are.
+    inner: str | None = None
 
 
 CHAINS = {
-    "AcquireLockFunction": Chain("acquire-lock", "handle_acquire", "answer_within", LOCK_RS),
+    "AcquireLockFunction": Chain("acquire-lock", "handle_acquire", "answer_within", LOCK_RS, inner="decide"),
     "ReleaseLockFunction": Chain("release-lock", "handle_release", "release", LOCK_RS),
     "ReleaseExecutionLocksFunction": Chain("release-execution-locks", "handle_sweep", "sweep_within", CLEANUP_RS,
                                            whole_file=True),
@@ -461,6 +468,10 @@ def check_chains(template: dict, sources: Sources) -> None:
             raise SourceError(f"no {chain.file}")
         code = _code(sources[chain.file])
         start, end = _fn_span(code, chain.link, chain.file)
+        if chain.inner:
+            if not re.search(rf"\bself\s*\.\s*{chain.inner}\s*\(", code[start:end]):
+                raise SourceError(f"{chain.file}: fn {chain.link} does not call self.{chain.inner}(: update CHAINS")
+            start, end = _fn_span(code, chain.inner, chain.file)
         if chain.whole_file:
             start, end = 0, len(code)
         scope = code[start:end]
@@ -531,6 +542,9 @@ def needs(template: dict, sources: Sources) -> tuple[dict[str, list[Need]], list
         reached |= set(paths)
         found[function] = [Need(call.action, call.resource, call, tuple(paths[call.method]))
                            for call in store.calls if call.method in paths]
+    # The operator's reads (sfn-lock status, list) run with the operator's own
+    # credentials, never in a function: reached, and needing no function grant.
+    reached |= set(reach(store, OPERATOR_ENTRY_POINTS))
     return found, [call for call in store.calls if call.method not in reached]
 
 

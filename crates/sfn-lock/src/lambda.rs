@@ -19,6 +19,7 @@ use crate::deadline::{budget, within_deadline};
 use crate::error::LockError;
 use crate::executions::{SqsRequeue, StepFunctions};
 use crate::lock::{AcquireAnswer, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS};
+use crate::metrics::Metrics;
 use crate::model::EpochMillis;
 use crate::queue::SfnWaker;
 use crate::request::LeaseSeconds;
@@ -122,10 +123,11 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 /// Reads the configuration and builds the clients once, at cold start.
 pub async fn locker_from_env() -> ConfiguredLocker {
     let config = Config::from_env().inspect_err(log_misconfiguration)?;
+    let metrics = Metrics::from_env().inspect_err(log_misconfiguration)?;
     let sdk = sdk_config().await;
     let store = store_with_waker(&config.store, &sdk).inspect_err(log_misconfiguration)?;
     tracing::debug!(store = %config.store, "lock store");
-    Ok(Locker::new(store, config.default_lease))
+    Ok(Locker::new(store, config.default_lease).with_metrics(metrics))
 }
 
 /// The configured store; a DynamoDB store also hands off to queued waiters,
@@ -183,8 +185,14 @@ fn log_misconfiguration(error: &LockError) {
     tracing::error!(error = %error, "misconfigured: every invocation will answer InvalidLockRequest");
 }
 
+/// The cleanup function's state: the sweep, and the metrics of what it frees.
+pub struct SweepFunction {
+    pub sweeper: Sweeper<AnyStore, StepFunctions, SqsRequeue>,
+    pub metrics: Metrics,
+}
+
 /// The sweep as the cleanup function holds it, or its configuration error.
-pub type ConfiguredSweeper = Result<Sweeper<AnyStore, StepFunctions, SqsRequeue>, LockError>;
+pub type ConfiguredSweeper = Result<SweepFunction, LockError>;
 
 /// Reads the configuration and builds the clients once, at cold start:
 /// the store (`LOCK_STORE_URL`), the [`SweepPolicy`] variables, and `CLEANUP_QUEUE_URL`
@@ -193,29 +201,34 @@ pub async fn sweeper_from_env() -> ConfiguredSweeper {
     let lookup = |name: &str| std::env::var(name).ok();
     let config = Config::from_lookup(lookup).inspect_err(log_misconfiguration)?;
     let policy = SweepPolicy::from_lookup(lookup).inspect_err(log_misconfiguration)?;
+    let metrics = Metrics::from_env().inspect_err(log_misconfiguration)?;
     let sdk = sdk_config().await;
     let requeue = lookup("CLEANUP_QUEUE_URL")
         .filter(|url| !url.trim().is_empty())
         .map(|url| SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), url));
-    Ok(Sweeper {
+    let sweeper = Sweeper {
         store: store_with_waker(&config.store, &sdk).inspect_err(log_misconfiguration)?,
         executions: StepFunctions::new(aws_sdk_sfn::Client::new(&sdk)),
         requeue,
         policy,
-    })
+    };
+    Ok(SweepFunction { sweeper, metrics })
 }
 
 pub async fn handle_sweep(
     sweeper: &ConfiguredSweeper,
     event: LambdaEvent<Payload>,
 ) -> Result<SweepReport, Diagnostic> {
-    let sweeper = configured(sweeper)?;
+    let SweepFunction { sweeper, metrics } = configured(sweeper)?;
     match &event.payload {
         Payload::Json(json) => {
             // Per record: a batch cut short reports its unfinished records alone.
-            Ok(sweeper
-                .sweep_within(json, EpochMillis::now(), budget(&event.context))
-                .await?)
+            let now = EpochMillis::now();
+            let report = sweeper
+                .sweep_within(json, now, budget(&event.context))
+                .await?;
+            metrics.swept(&report, now);
+            Ok(report)
         }
         Payload::Malformed(error) => {
             warn!(error, "ignored an event that is not valid JSON");

@@ -39,6 +39,8 @@ mod error;
 pub mod executions;
 pub mod lambda;
 mod lock;
+pub mod metrics;
+mod metrics_emf;
 mod model;
 pub mod queue;
 mod request;

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::error::{LockError, StoreError};
+use crate::metrics::Metrics;
 use crate::model::{AcquireOutcome, EpochMillis, Lease, ReleaseOutcome};
 use crate::request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest};
 use crate::store::LockStore;
@@ -91,6 +92,7 @@ pub struct ReleaseResponse {
 pub struct Locker<S> {
     store: S,
     default_lease: LeaseSeconds,
+    metrics: Metrics,
 }
 
 impl<S: LockStore> Locker<S> {
@@ -98,7 +100,14 @@ impl<S: LockStore> Locker<S> {
         Locker {
             store,
             default_lease,
+            metrics: Metrics::off(),
         }
+    }
+
+    /// Reports every decision to `metrics`; default [`Metrics::off`].
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub async fn acquire(
@@ -136,7 +145,19 @@ impl<S: LockStore> Locker<S> {
         now: EpochMillis,
         budget: Option<Duration>,
     ) -> Result<AcquireAnswer, LockError> {
-        let request = AcquireRequest::from_event(event)?;
+        let request =
+            AcquireRequest::from_event(event).inspect_err(|_| self.metrics.invalid_acquire(now))?;
+        let answer = self.decide(&request, now, budget).await;
+        self.metrics.acquire(&request, &answer, now);
+        answer
+    }
+
+    async fn decide(
+        &self,
+        request: &AcquireRequest,
+        now: EpochMillis,
+        budget: Option<Duration>,
+    ) -> Result<AcquireAnswer, LockError> {
         let lease = request.lease_seconds.unwrap_or(self.default_lease);
         let lock_name = request.lock_name.as_str();
         let owner = request.owner.as_str();
@@ -290,12 +311,18 @@ impl<S: LockStore> Locker<S> {
                 "held_by_other"
             }
         };
-        Ok(ReleaseResponse {
+        let response = ReleaseResponse {
             lock_name: request.lock_name.to_string(),
             owner: request.owner.to_string(),
             released: outcome == "released",
             outcome,
-        })
+        };
+        // The grant's start, if the event is acquire-lock's answer: no extra read.
+        let acquired_at = event["acquiredAt"]
+            .as_str()
+            .and_then(EpochMillis::parse_rfc3339);
+        self.metrics.release(&response, acquired_at, now);
+        Ok(response)
     }
 }
 

@@ -1,0 +1,376 @@
+//! What the lock functions report as CloudWatch metrics (one EMF line per
+//! decision, `metrics_emf.rs`), their names, and the settings for it.
+//!
+//! The names below are the contract the template's alarms and dashboard are
+//! checked against: [`METRICS`] lists every one with its unit.
+
+use crate::cleanup::SweepReport;
+use crate::error::LockError;
+use crate::lock::{AcquireAnswer, ReleaseResponse};
+pub use crate::metrics_emf::{Metrics, Sample, Sink, Unit};
+use crate::model::EpochMillis;
+use crate::request::AcquireRequest;
+
+/// A new grant (`outcome: granted`).
+pub const GRANTED: &str = "Granted";
+/// A grant renewed by its owner (`outcome: renewed`).
+pub const RENEWED: &str = "Renewed";
+/// An acquire refused because the lock was held (`LockUnavailable` or
+/// `LockWaitTimeout`): one per attempt, so a Retry loop counts each try.
+pub const CONTENDED: &str = "Contended";
+/// A waiting caller gave up (`LockWaitTimeout`).
+pub const WAIT_TIMEOUTS: &str = "WaitTimeouts";
+/// `LockUnavailable` to a caller that will not retry it: it named no wait
+/// bound and no task token, as skip-if-running asks; its run is skipped.
+pub const SKIPPED_RUNS: &str = "SkippedRuns";
+/// A caller took a place in the lock's queue (`taskToken`).
+pub const QUEUED: &str = "Queued";
+/// The place a queued caller got: the waiters queued then, itself included.
+pub const QUEUE_LENGTH: &str = "QueueLength";
+/// A new grant's time minus the `waitStartedAt` its request carried.
+pub const WAIT_TIME: &str = "WaitTime";
+/// An acquire that failed for another reason than contention: an invalid
+/// request, or the store unavailable or misconfigured.
+pub const ACQUIRE_ERRORS: &str = "AcquireErrors";
+/// A release that freed the lock (`outcome: released`).
+pub const RELEASED: &str = "Released";
+/// A release that found the lock held by another owner: the caller's lease
+/// ran out while it worked, and someone else's work overlapped it.
+pub const HELD_BY_OTHER: &str = "HeldByOther";
+/// A release's time minus the `acquiredAt` its event carried (acquire-lock's
+/// answer passed through); no metric when the event has none.
+pub const HOLD_TIME: &str = "HoldTime";
+/// A lock the sweep released: an execution ended without releasing it.
+pub const SWEEP_RELEASES: &str = "SweepReleases";
+
+/// Every metric this crate emits, with its unit.
+pub const METRICS: &[(&str, Unit)] = &[
+    (GRANTED, Unit::Count),
+    (RENEWED, Unit::Count),
+    (CONTENDED, Unit::Count),
+    (WAIT_TIMEOUTS, Unit::Count),
+    (SKIPPED_RUNS, Unit::Count),
+    (QUEUED, Unit::Count),
+    (QUEUE_LENGTH, Unit::Count),
+    (WAIT_TIME, Unit::Milliseconds),
+    (ACQUIRE_ERRORS, Unit::Count),
+    (RELEASED, Unit::Count),
+    (HELD_BY_OTHER, Unit::Count),
+    (HOLD_TIME, Unit::Milliseconds),
+    (SWEEP_RELEASES, Unit::Count),
+];
+
+/// The dimension that holds the lock name. Every record also goes to the set
+/// without dimensions, which the alarms use.
+pub const LOCK_NAME_DIMENSION: &str = "LockName";
+pub const DEFAULT_NAMESPACE: &str = "sfn-lock";
+
+/// `METRICS`, `METRICS_NAMESPACE` and `METRICS_LOCK_NAME_DIMENSION`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// `METRICS`: `on` (default) or `off`.
+    pub enabled: bool,
+    /// `METRICS_NAMESPACE`: default `sfn-lock`.
+    pub namespace: String,
+    /// `METRICS_LOCK_NAME_DIMENSION`: `on` (default), or `off` for per-key
+    /// locks, whose unbounded names would each make new CloudWatch metrics.
+    pub lock_name_dimension: bool,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            enabled: true,
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+            lock_name_dimension: true,
+        }
+    }
+}
+
+impl MetricsSettings {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LockError> {
+        let defaults = MetricsSettings::default();
+        let namespace = match lookup("METRICS_NAMESPACE") {
+            None => defaults.namespace,
+            Some(text) => valid_namespace(text.trim())?,
+        };
+        Ok(MetricsSettings {
+            enabled: switch(&lookup, "METRICS")?,
+            namespace,
+            lock_name_dimension: switch(&lookup, "METRICS_LOCK_NAME_DIMENSION")?,
+        })
+    }
+}
+
+/// `on` or `off`, `on` when unset.
+fn switch(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Result<bool, LockError> {
+    match lookup(name)
+        .map(|text| text.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(_) => Err(LockError::invalid(name, "must be on or off")),
+    }
+}
+
+/// CloudWatch's rule for a namespace: 1 to 255 of `0-9A-Za-z . - _ / # :`
+/// and space, not starting with `AWS/` (reserved for AWS services).
+fn valid_namespace(text: &str) -> Result<String, LockError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || ".-_/#: ".contains(c);
+    if (1..=255).contains(&text.len()) && text.chars().all(allowed) && !text.starts_with("AWS/") {
+        return Ok(text.to_owned());
+    }
+    Err(LockError::invalid(
+        "METRICS_NAMESPACE",
+        "must be 1 to 255 of 0-9 A-Z a-z . - _ / # : and space, not starting with AWS/",
+    ))
+}
+
+impl Metrics {
+    /// [`Metrics::stdout`] with the settings of the function's environment.
+    pub fn from_env() -> Result<Self, LockError> {
+        let settings = MetricsSettings::from_lookup(|name| std::env::var(name).ok())?;
+        Ok(Metrics::stdout(settings))
+    }
+
+    /// An acquire refused before any decision: its event was not a valid request.
+    pub(crate) fn invalid_acquire(&self, now: EpochMillis) {
+        self.record(None, now, &[Sample::count(ACQUIRE_ERRORS)]);
+    }
+
+    pub(crate) fn acquire(
+        &self,
+        request: &AcquireRequest,
+        answer: &Result<AcquireAnswer, LockError>,
+        now: EpochMillis,
+    ) {
+        let samples = acquire_samples(request, answer, now);
+        self.record(Some(request.lock_name.as_str()), now, &samples);
+    }
+
+    /// A release's decision; `acquired_at` from its event, when it carries one.
+    pub(crate) fn release(
+        &self,
+        response: &ReleaseResponse,
+        acquired_at: Option<EpochMillis>,
+        now: EpochMillis,
+    ) {
+        // `not_held` reports nothing: an earlier release (or the sweep) freed it.
+        let samples = match response.outcome {
+            "released" => match acquired_at {
+                Some(acquired_at) => vec![
+                    Sample::count(RELEASED),
+                    Sample::millis(HOLD_TIME, elapsed(acquired_at, now)),
+                ],
+                None => vec![Sample::count(RELEASED)],
+            },
+            "held_by_other" => vec![Sample::count(HELD_BY_OTHER)],
+            _ => vec![],
+        };
+        self.record(Some(&response.lock_name), now, &samples);
+    }
+
+    /// One record per lock the sweep released.
+    pub fn swept(&self, report: &SweepReport, now: EpochMillis) {
+        for lock in &report.released {
+            self.record(Some(&lock.lock_name), now, &[Sample::count(SWEEP_RELEASES)]);
+        }
+    }
+}
+
+fn acquire_samples(
+    request: &AcquireRequest,
+    answer: &Result<AcquireAnswer, LockError>,
+    now: EpochMillis,
+) -> Vec<Sample> {
+    match answer {
+        Ok(AcquireAnswer::Lease(lease)) if lease.outcome == "renewed" => {
+            vec![Sample::count(RENEWED)]
+        }
+        Ok(AcquireAnswer::Lease(_)) => {
+            let mut samples = vec![Sample::count(GRANTED)];
+            if let Some(wait) = request.wait {
+                samples.push(Sample::millis(WAIT_TIME, elapsed(wait.started_at, now)));
+            }
+            samples
+        }
+        Ok(AcquireAnswer::Queued(queued)) => vec![
+            Sample::count(QUEUED),
+            Sample {
+                name: QUEUE_LENGTH,
+                unit: Unit::Count,
+                value: u64::from(queued.position),
+            },
+        ],
+        Err(LockError::Unavailable { .. })
+            if request.wait.is_none() && request.task_token.is_none() =>
+        {
+            vec![Sample::count(CONTENDED), Sample::count(SKIPPED_RUNS)]
+        }
+        Err(LockError::Unavailable { .. }) => vec![Sample::count(CONTENDED)],
+        Err(LockError::WaitTimeout { .. }) => {
+            vec![Sample::count(CONTENDED), Sample::count(WAIT_TIMEOUTS)]
+        }
+        Err(_) => vec![Sample::count(ACQUIRE_ERRORS)],
+    }
+}
+
+/// Milliseconds from `since` to `now`; 0 if clocks disagree about the order.
+fn elapsed(since: EpochMillis, now: EpochMillis) -> u64 {
+    u64::try_from(now.0.saturating_sub(since.0)).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::lock::QueuedResponse;
+
+    fn settings(pairs: &[(&str, &str)]) -> Result<MetricsSettings, LockError> {
+        MetricsSettings::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        })
+    }
+
+    /// The lines `emit` writes through metrics with `settings`, parsed.
+    fn emitted(settings: MetricsSettings, emit: impl FnOnce(&Metrics)) -> Vec<Value> {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        emit(&Metrics::new(settings, move |line| {
+            sink.lock().unwrap().push(line.to_owned())
+        }));
+        let lines = lines.lock().unwrap();
+        lines
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn settings_default_to_on_and_refuse_anything_but_on_or_off() {
+        assert_eq!(settings(&[]).unwrap(), MetricsSettings::default());
+        let set = settings(&[
+            ("METRICS", " OFF "),
+            ("METRICS_NAMESPACE", "team/locks"),
+            ("METRICS_LOCK_NAME_DIMENSION", "off"),
+        ])
+        .unwrap();
+        assert!(!set.enabled && !set.lock_name_dimension);
+        assert_eq!(set.namespace, "team/locks");
+        for (name, bad) in [
+            ("METRICS", "yes"),
+            ("METRICS_LOCK_NAME_DIMENSION", "1"),
+            ("METRICS_NAMESPACE", ""),
+            ("METRICS_NAMESPACE", "AWS/Lambda"),
+            ("METRICS_NAMESPACE", "é"),
+        ] {
+            let result = settings(&[(name, bad)]);
+            assert!(
+                matches!(&result, Err(LockError::InvalidRequest { field, .. }) if field == name),
+                "{name}={bad}: {result:?}"
+            );
+        }
+        assert!(settings(&[("METRICS_NAMESPACE", &"n".repeat(256))]).is_err());
+    }
+
+    #[test]
+    fn a_record_goes_to_the_lock_name_and_to_no_dimension_unless_switched_off() {
+        let record = |metrics: &Metrics| {
+            metrics.record(Some("etl"), EpochMillis(5), &[Sample::count(GRANTED)]);
+            metrics.record(Some("über"), EpochMillis(5), &[Sample::count(GRANTED)]);
+        };
+        let on = emitted(MetricsSettings::default(), record);
+        let dimensions = |line: &Value| line["_aws"]["CloudWatchMetrics"][0]["Dimensions"].clone();
+        assert_eq!(dimensions(&on[0]), json!([["LockName"], []]));
+        assert_eq!(
+            (&on[0]["LockName"], &on[0]["Granted"]),
+            (&json!("etl"), &json!(1))
+        );
+        // CloudWatch takes ASCII dimension values only.
+        assert_eq!(dimensions(&on[1]), json!([[]]));
+        let off = MetricsSettings {
+            lock_name_dimension: false,
+            ..MetricsSettings::default()
+        };
+        let off = emitted(off, record);
+        assert_eq!(dimensions(&off[0]), json!([[]]));
+        assert_eq!(off[0]["LockName"], "etl", "still there for Logs Insights");
+        let disabled = MetricsSettings {
+            enabled: false,
+            ..MetricsSettings::default()
+        };
+        assert!(emitted(disabled, record).is_empty());
+    }
+
+    fn samples(event: Value, answer: Result<AcquireAnswer, LockError>) -> Vec<(&'static str, u64)> {
+        let request = AcquireRequest::from_event(&event).unwrap();
+        let now = EpochMillis::parse_rfc3339("2026-11-30T10:00:02.5Z").unwrap();
+        acquire_samples(&request, &answer, now)
+            .into_iter()
+            .map(|sample| (sample.name, sample.value))
+            .collect()
+    }
+
+    #[test]
+    fn each_acquire_answer_reports_its_own_metrics() {
+        let plain = json!({"lockName": "etl", "owner": "me"});
+        let waiting = json!({"lockName": "etl", "owner": "me",
+                             "waitStartedAt": "2026-11-30T10:00:00Z", "maxWaitSeconds": 60});
+        let queued = Ok(AcquireAnswer::Queued(QueuedResponse {
+            lock_name: "etl".into(),
+            owner: "me".into(),
+            outcome: "queued",
+            position: 3,
+        }));
+        assert_eq!(
+            samples(plain.clone(), queued),
+            [(QUEUED, 1), (QUEUE_LENGTH, 3)]
+        );
+        let held = LockError::Unavailable {
+            lock_name: "etl".into(),
+            holder: "them".into(),
+            expires_at: "soon".into(),
+            limit: 1,
+            live_holders: vec![],
+        };
+        assert_eq!(
+            samples(plain.clone(), Err(held.clone())),
+            [(CONTENDED, 1), (SKIPPED_RUNS, 1)],
+            "no wait bound: skip-if-running's refusal"
+        );
+        assert_eq!(samples(waiting.clone(), Err(held)), [(CONTENDED, 1)]);
+        let gave_up = LockError::WaitTimeout {
+            lock_name: "etl".into(),
+            holder: "them".into(),
+            expires_at: "soon".into(),
+            limit: 1,
+            live_holders: vec![],
+            max_wait_seconds: 60,
+        };
+        assert_eq!(
+            samples(waiting.clone(), Err(gave_up)),
+            [(CONTENDED, 1), (WAIT_TIMEOUTS, 1)]
+        );
+        let store = LockError::StoreUnavailableWhileWaiting {
+            lock_name: "etl".into(),
+            detail: "timeout".into(),
+        };
+        assert_eq!(samples(waiting, Err(store)), [(ACQUIRE_ERRORS, 1)]);
+    }
+
+    #[test]
+    fn every_metric_name_is_listed_once() {
+        let mut names: Vec<&str> = METRICS.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), METRICS.len());
+        assert!(!names.contains(&LOCK_NAME_DIMENSION));
+    }
+}
