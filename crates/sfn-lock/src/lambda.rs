@@ -70,6 +70,9 @@ pub struct Config {
     pub store: StoreUrl,
     /// `DEFAULT_LEASE_SECONDS`, optional; defaults to 900.
     pub default_lease: LeaseSeconds,
+    /// `MAX_LEASE_SECONDS`, optional: the longest lease a request may ask
+    /// for; at least the default lease.
+    pub max_lease: Option<LeaseSeconds>,
 }
 
 impl Config {
@@ -79,21 +82,51 @@ impl Config {
 
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LockError> {
         let store = StoreUrl::from_lookup(&lookup)?;
-        let default_lease = match lookup("DEFAULT_LEASE_SECONDS") {
+        let seconds = |name: &str| -> Result<Option<LeaseSeconds>, LockError> {
+            let Some(text) = lookup(name) else {
+                return Ok(None);
+            };
+            let seconds = text
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| LockError::invalid(name, "must be an integer number of seconds"))?;
+            LeaseSeconds::new(name, seconds).map(Some)
+        };
+        let default_lease = match seconds("DEFAULT_LEASE_SECONDS")? {
+            Some(lease) => lease,
             None => LeaseSeconds::new("DEFAULT_LEASE_SECONDS", i64::from(DEFAULT_LEASE_SECONDS))?,
+        };
+        // CloudFormation cannot add: the template writes the cap as the sum of
+        // the lease's terms, `a+b+c`, and the function adds them.
+        let max_lease = match lookup("MAX_LEASE_SECONDS") {
+            None => None,
             Some(text) => {
-                let seconds = text.trim().parse::<i64>().map_err(|_| {
-                    LockError::invalid(
-                        "DEFAULT_LEASE_SECONDS",
-                        "must be an integer number of seconds",
-                    )
-                })?;
-                LeaseSeconds::new("DEFAULT_LEASE_SECONDS", seconds)?
+                let terms: Option<Vec<i64>> = text
+                    .split('+')
+                    .map(|term| term.trim().parse().ok())
+                    .collect();
+                let sum = terms
+                    .filter(|terms| terms.iter().all(|term| *term >= 0))
+                    .and_then(|terms| terms.into_iter().try_fold(0_i64, i64::checked_add))
+                    .ok_or_else(|| {
+                        LockError::invalid(
+                            "MAX_LEASE_SECONDS",
+                            "must be an integer number of seconds, or a sum of them (a+b+c)",
+                        )
+                    })?;
+                Some(LeaseSeconds::new("MAX_LEASE_SECONDS", sum)?)
             }
         };
+        if let Some(max) = max_lease.filter(|max| max.get() < default_lease.get()) {
+            return Err(LockError::invalid(
+                "DEFAULT_LEASE_SECONDS",
+                format!("must not exceed MAX_LEASE_SECONDS ({})", max.get()),
+            ));
+        }
         Ok(Config {
             store,
             default_lease,
+            max_lease,
         })
     }
 }
@@ -127,7 +160,9 @@ pub async fn locker_from_env() -> ConfiguredLocker {
     let sdk = sdk_config().await;
     let store = store_with_waker(&config.store, &sdk).inspect_err(log_misconfiguration)?;
     tracing::debug!(store = %config.store, "lock store");
-    Ok(Locker::new(store, config.default_lease).with_metrics(metrics))
+    Ok(Locker::new(store, config.default_lease)
+        .with_max_lease(config.max_lease)
+        .with_metrics(metrics))
 }
 
 /// The configured store; a DynamoDB store also hands off to queued waiters,
@@ -303,6 +338,42 @@ mod tests {
                 .find(|(key, _)| *key == name)
                 .map(|(_, value)| (*value).to_owned())
         })
+    }
+
+    #[test]
+    fn max_lease_is_a_number_or_a_sum_and_never_below_the_default() {
+        let table = ("LOCK_TABLE_NAME", "locks");
+        assert_eq!(config(&[table]).unwrap().max_lease, None);
+        let max = |text: &str| config(&[table, ("MAX_LEASE_SECONDS", text)]);
+        assert_eq!(max("3600").unwrap().max_lease.map(|m| m.get()), Some(3600));
+        assert_eq!(
+            max(" 3600 + 900+300 ").unwrap().max_lease.map(|m| m.get()),
+            Some(4800)
+        );
+        for bad in [
+            "",
+            "1h",
+            "3600+",
+            "+900",
+            "-1+5000",
+            "0",
+            "31536001",
+            "9223372036854775807+1",
+        ] {
+            assert!(
+                matches!(max(bad), Err(LockError::InvalidRequest { field, .. }) if field == "MAX_LEASE_SECONDS"),
+                "{bad:?}"
+            );
+        }
+        // The default lease (900 unless set) must be one a request may ask for.
+        assert!(matches!(max("600"),
+            Err(LockError::InvalidRequest { field, .. }) if field == "DEFAULT_LEASE_SECONDS"));
+        assert!(config(&[
+            table,
+            ("MAX_LEASE_SECONDS", "600"),
+            ("DEFAULT_LEASE_SECONDS", "600")
+        ])
+        .is_ok());
     }
 
     #[test]

@@ -92,6 +92,10 @@ pub struct ReleaseResponse {
 pub struct Locker<S> {
     store: S,
     default_lease: LeaseSeconds,
+    /// The longest lease a request may ask for (`MAX_LEASE_SECONDS`); `None`:
+    /// the contract's own limit. Whoever may invoke acquire-lock may hold a
+    /// lock this long, so the template caps it at what its executions need.
+    max_lease: Option<LeaseSeconds>,
     metrics: Metrics,
 }
 
@@ -100,7 +104,28 @@ impl<S: LockStore> Locker<S> {
         Locker {
             store,
             default_lease,
+            max_lease: None,
             metrics: Metrics::off(),
+        }
+    }
+
+    /// Refuses a request for a longer lease than `max` (`InvalidLockRequest`,
+    /// field `leaseSeconds`), before anything is written.
+    pub fn with_max_lease(mut self, max: Option<LeaseSeconds>) -> Self {
+        self.max_lease = max;
+        self
+    }
+
+    fn capped(&self, request: AcquireRequest) -> Result<AcquireRequest, LockError> {
+        match (request.lease_seconds, self.max_lease) {
+            (Some(asked), Some(max)) if asked.get() > max.get() => Err(LockError::invalid(
+                "leaseSeconds",
+                format!(
+                    "must be at most {} (this function's MAX_LEASE_SECONDS)",
+                    max.get()
+                ),
+            )),
+            _ => Ok(request),
         }
     }
 
@@ -145,8 +170,9 @@ impl<S: LockStore> Locker<S> {
         now: EpochMillis,
         budget: Option<Duration>,
     ) -> Result<AcquireAnswer, LockError> {
-        let request =
-            AcquireRequest::from_event(event).inspect_err(|_| self.metrics.invalid_acquire(now))?;
+        let request = AcquireRequest::from_event(event)
+            .and_then(|request| self.capped(request))
+            .inspect_err(|_| self.metrics.invalid_acquire(now))?;
         let answer = self.decide(&request, now, budget).await;
         self.metrics.acquire(&request, &answer, now);
         answer

@@ -1,0 +1,55 @@
+//! `MAX_LEASE_SECONDS`: a request for a longer lease is refused before
+//! anything is written (whoever may invoke acquire-lock may otherwise hold a
+//! lock for a year); at the cap, and without a lease of its own, it is granted.
+
+mod common;
+
+use common::stores::{lease, lock, store};
+use serde_json::json;
+use sfn_lock::{EpochMillis, LockError, LockStore, Locker};
+
+#[tokio::test]
+async fn a_lease_above_the_cap_is_refused_and_writes_nothing() {
+    let locker = Locker::new(store("dynamodb").await, lease(900)).with_max_lease(Some(lease(3600)));
+    let name = lock("max-lease");
+    let event = |seconds: Option<u32>| {
+        let mut event = json!({"lockName": name.as_str(), "owner": "arn:exec:capped"});
+        if let Some(seconds) = seconds {
+            event["leaseSeconds"] = json!(seconds);
+        }
+        event
+    };
+    let refused = locker.acquire(&event(Some(3601)), EpochMillis::now()).await;
+    match refused {
+        Err(LockError::InvalidRequest { field, rule }) => {
+            assert_eq!(field, "leaseSeconds");
+            assert!(
+                rule.contains("3600") && rule.contains("MAX_LEASE_SECONDS"),
+                "{rule}"
+            );
+        }
+        other => panic!("expected InvalidLockRequest, got {other:?}"),
+    }
+    let store = store("dynamodb").await;
+    assert_eq!(
+        store.inspect(&name).await.unwrap().fencing_token,
+        None,
+        "nothing written"
+    );
+
+    let at_cap = locker
+        .acquire(&event(Some(3600)), EpochMillis::now())
+        .await
+        .unwrap();
+    assert_eq!((at_cap.outcome, at_cap.lease_seconds), ("granted", 3600));
+    locker
+        .release(&event(None), EpochMillis::now())
+        .await
+        .unwrap();
+    // No leaseSeconds: the default (900), which the configuration keeps within the cap.
+    let default = locker
+        .acquire(&event(None), EpochMillis::now())
+        .await
+        .unwrap();
+    assert_eq!((default.outcome, default.lease_seconds), ("granted", 900));
+}
