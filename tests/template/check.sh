@@ -55,6 +55,11 @@
 #                                   LOCK_STORE_URL names that store (and the same one), only
 #                                   its resources are deployed (the queued workflow with
 #                                   DynamoDB only), and the S3 lock bucket's settings
+# 17. alarms (+ self-test)          every metric the alarms and the dashboard read in the
+#                                   functions' METRICS_NAMESPACE (one per stack) is one
+#                                   crates/sfn-lock/src/metrics.rs emits, in its unit, or the
+#                                   state machine logs' count of Succeed And Leave Lock To
+#                                   Cleanup; the alarms' thresholds, topic and Alarms condition
 #
 # Steps 8, 14 and 16 check each LockStore value on the template as that value deploys
 # it (cfn_template.specialize); iam_wildcards reads every branch at once.
@@ -135,6 +140,8 @@ step "schedule self-test" "$PY" "$HERE/schedule.py" --self-test
 step "schedule" "$PY" "$HERE/schedule.py" template.yaml
 step "lock store self-test" "$PY" "$HERE/lock_store.py" --self-test
 step "lock store" "$PY" "$HERE/lock_store.py" template.yaml
+step "alarms self-test" "$PY" "$HERE/alarms.py" --self-test
+step "alarms" "$PY" "$HERE/alarms.py" template.yaml
 
 for name in "${failures[@]}"; do
     echo "failed: $name"
