@@ -46,6 +46,44 @@ impl S3Documents {
         format!("{}.owners/{}/", self.prefix, owner_hash(owner.as_str()))
     }
 
+    /// `ListObjectsV2` under `folder`, page by page: each key that is an
+    /// encoded lock name below it goes to `each` until it answers `false`.
+    /// Anything else in the folder is not a lock of ours, and is passed over.
+    async fn each_lock_name(
+        &self,
+        folder: &str,
+        delimiter: Option<&str>,
+        mut each: impl FnMut(LockName) -> bool + Send,
+    ) -> Result<(), StoreError> {
+        let mut continuation = None;
+        loop {
+            let page = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(folder)
+                .set_delimiter(delimiter.map(str::to_owned))
+                .set_continuation_token(continuation)
+                .send()
+                .await
+                .map_err(|error| classify("ListObjectsV2", error))?;
+            for object in page.contents() {
+                let name = object
+                    .key()
+                    .and_then(|key| key.strip_prefix(folder))
+                    .and_then(decode_name)
+                    .and_then(|name| LockName::new(name).ok());
+                if name.is_some_and(|name| !each(name)) {
+                    return Ok(());
+                }
+            }
+            match page.next_continuation_token {
+                Some(token) if page.is_truncated == Some(true) => continuation = Some(token),
+                _ => return Ok(()),
+            }
+        }
+    }
+
     fn marker_key(&self, owner: &Owner, lock_name: &LockName) -> String {
         format!(
             "{}{}",
@@ -187,70 +225,29 @@ impl Documents for S3Documents {
         Ok(())
     }
 
-    /// `ListObjectsV2` under the prefix with `/` as delimiter: lock objects
-    /// are one level below it; the `.owners/` folder comes back as a common
-    /// prefix and is passed over, as are objects that are not encoded names.
+    /// The objects one level below the prefix (`/` as delimiter: the
+    /// `.owners/` folder comes back as a common prefix and is passed over).
     async fn names(&self, max: usize) -> Result<(Vec<LockName>, bool), StoreError> {
         let mut names = Vec::new();
-        let mut continuation = None;
-        loop {
-            let page = self
-                .client
-                .list_objects_v2()
-                .bucket(&self.bucket)
-                .prefix(&self.prefix)
-                .delimiter("/")
-                .set_continuation_token(continuation)
-                .send()
-                .await
-                .map_err(|error| classify("ListObjectsV2", error))?;
-            for object in page.contents() {
-                let name = object
-                    .key()
-                    .and_then(|key| key.strip_prefix(&self.prefix))
-                    .and_then(decode_name)
-                    .and_then(|name| LockName::new(name).ok());
-                if let Some(name) = name {
-                    if names.len() == max {
-                        return Ok((names, true));
-                    }
-                    names.push(name);
-                }
+        let mut truncated = false;
+        self.each_lock_name(&self.prefix, Some("/"), |name| {
+            truncated = names.len() == max;
+            if !truncated {
+                names.push(name);
             }
-            match page.next_continuation_token {
-                Some(token) if page.is_truncated == Some(true) => continuation = Some(token),
-                _ => return Ok((names, false)),
-            }
-        }
+            !truncated
+        })
+        .await?;
+        Ok((names, truncated))
     }
 
     async fn marked(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
-        let folder = self.owner_folder(owner);
         let mut names = Vec::new();
-        let mut continuation = None;
-        loop {
-            let page = self
-                .client
-                .list_objects_v2()
-                .bucket(&self.bucket)
-                .prefix(&folder)
-                .set_continuation_token(continuation)
-                .send()
-                .await
-                .map_err(|error| classify("ListObjectsV2", error))?;
-            for object in page.contents() {
-                let name = object
-                    .key()
-                    .and_then(|key| key.strip_prefix(&folder))
-                    .and_then(decode_name)
-                    .and_then(|name| LockName::new(name).ok());
-                // Something else's object in the folder is not a lock of ours.
-                names.extend(name);
-            }
-            match page.next_continuation_token {
-                Some(token) if page.is_truncated == Some(true) => continuation = Some(token),
-                _ => return Ok(names),
-            }
-        }
+        self.each_lock_name(&self.owner_folder(owner), None, |name| {
+            names.push(name);
+            true
+        })
+        .await?;
+        Ok(names)
     }
 }
