@@ -9,7 +9,9 @@ renamed in the code and not in the template (or the reverse) fails here. It hold
 namespace     the three lock functions have the same METRICS_NAMESPACE, it names the
               stack (${AWS::StackName}: two stacks' dimensionless metrics must not
               merge), and with the longest stack name (128) it keeps metrics.rs's
-              rule (1 to 255 of 0-9 A-Z a-z . - _ / # : and space, not AWS/).
+              rule (1 to 255 of 0-9 A-Z a-z . - _ / # : and space, not AWS/);
+              each function's METRICS_LOCK_NAME_DIMENSION follows the
+              MetricsPerLockName parameter (on/off).
 filters       every state machine whose definition has the Succeed state
               Succeed And Leave Lock To Cleanup logs at Level ALL (which logs each
               state entered) to a log group with a metric filter, deployed whenever
@@ -51,6 +53,8 @@ ROOT = Path(__file__).resolve().parents[2]
 METRICS_RS = ROOT / "crates" / "sfn-lock" / "src" / "metrics.rs"
 FUNCTIONS = ("AcquireLockFunction", "ReleaseLockFunction", "ReleaseExecutionLocksFunction")
 NAMESPACE_ENV = "METRICS_NAMESPACE"
+DIMENSION_ENV = "METRICS_LOCK_NAME_DIMENSION"
+DIMENSION_SWITCH = {"Fn::If": ["PerLockNameMetrics", "on", "off"]}
 ALARMS_CONDITION, TOPIC_CONDITION, TOPIC_PARAMETER = "HasAlarms", "HasAlarmTopic", "AlarmTopicArn"
 LEFT_STATE = "Succeed And Leave Lock To Cleanup"
 FILTER_METRIC = "LeftLockToCleanup"
@@ -126,6 +130,11 @@ def namespace_problems(template: dict) -> tuple[list[Problem], str | None]:
                                        "namespace, shared by every stack"))
             continue
         names[function] = _text(variables[NAMESPACE_ENV])
+        # Per-key locks need the LockName dimension off (a custom metric per
+        # name and metric): every function follows the MetricsPerLockName switch.
+        if variables.get(DIMENSION_ENV) != DIMENSION_SWITCH:
+            found.append(("namespace", f"{function}'s {DIMENSION_ENV} is {variables.get(DIMENSION_ENV)!r}, not "
+                                       f"{DIMENSION_SWITCH!r}: MetricsPerLockName would not turn it off"))
     if len(set(names.values())) > 1:
         found.append(("namespace", f"the lock functions' {NAMESPACE_ENV} differ: {names}"))
         return found, None
@@ -470,6 +479,9 @@ def self_test(template: dict, metrics_text: str) -> int:
         ("one function without a namespace", _props("AcquireLockFunction", lambda p: p["Environment"]["Variables"].pop(
             NAMESPACE_ENV)), None, "namespace", ("AcquireLockFunction has no",)),
         ("one namespace for every stack", every_namespace("sfn-lock"), None, "namespace", ("does not name the stack",)),
+        ("the LockName dimension always on", _props("ReleaseLockFunction", lambda p: p["Environment"]["Variables"]
+                                                   .update({DIMENSION_ENV: "on"})),
+         None, "namespace", ("ReleaseLockFunction's METRICS_LOCK_NAME_DIMENSION",)),
         ("a namespace under AWS/", every_namespace("AWS/${AWS::StackName}"), None, "namespace", ("namespace rule",)),
         ("no filter on the queued workflow's log group",
          lambda t: t["Resources"].pop("QueuedWorkflowLeftLockToCleanupFilter"), None,

@@ -53,3 +53,25 @@ async fn a_lease_above_the_cap_is_refused_and_writes_nothing() {
         .unwrap();
     assert_eq!((default.outcome, default.lease_seconds), ("granted", 900));
 }
+
+/// The cap bounds one request's lease, not a holding: a caller that keeps
+/// renewing (naming the owner is enough) keeps the lock past it. README,
+/// "Trust model", says so; this test keeps it true.
+#[tokio::test]
+async fn the_cap_bounds_each_lease_and_renewals_extend_the_holding() {
+    let locker = Locker::new(store("dynamodb").await, lease(60)).with_max_lease(Some(lease(60)));
+    let name = lock("max-lease-renewed");
+    let event =
+        json!({"lockName": name.as_str(), "owner": "arn:exec:keeps-calling", "leaseSeconds": 60});
+    let start = EpochMillis::now();
+    let first = locker.acquire(&event, start).await.unwrap();
+    let later = EpochMillis(start.0 + 50_000);
+    let renewed = locker.acquire(&event, later).await.unwrap();
+    assert_eq!(renewed.outcome, "renewed");
+    assert_eq!(renewed.fencing_token, first.fencing_token);
+    assert_eq!(
+        EpochMillis::parse_rfc3339(&renewed.expires_at),
+        Some(EpochMillis(start.0 + 110_000)),
+        "held past the 60 s cap from the first grant"
+    );
+}
