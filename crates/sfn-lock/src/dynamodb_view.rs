@@ -5,7 +5,7 @@
 //! at its bound, and the CLI says when it did.
 
 use crate::dynamodb::*;
-use crate::dynamodb_item::{malformed, number, read_number, read_string, string};
+use crate::dynamodb_item::{holder_from, malformed, number, read_number, read_string, string};
 use crate::dynamodb_permits::{permits_of, HOLDER_COUNT};
 use crate::dynamodb_queue::queue_length;
 use crate::error::{classify, StoreError};
@@ -23,11 +23,12 @@ pub(crate) fn view_of(lock_name: LockName, item: Option<&Item>) -> Result<LockVi
     };
     let mut grants = Vec::new();
     if item.contains_key(OWNER) {
+        let holder = holder_from(Some(item))?;
         grants.push(Grant {
-            owner: read_string(item, OWNER)?,
-            fencing_token: read_number(item, FENCING_TOKEN)?,
+            owner: holder.owner,
+            fencing_token: holder.fencing_token,
             acquired_at: EpochMillis(read_number(item, ACQUIRED_AT)?),
-            expires_at: EpochMillis(read_number(item, EXPIRES_AT)?),
+            expires_at: holder.expires_at,
         });
     }
     grants.extend(permits_of(item)?.into_iter().map(|permit| Grant {

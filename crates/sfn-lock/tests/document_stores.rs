@@ -8,7 +8,9 @@
 mod common;
 
 use common::fault_proxy::{fault_proxy, generation_create, s3_fault_proxy};
-use common::stores::{bucket, counted, lease, owner, refused_field, store, S3_PREFIX, SSM_PATH};
+use common::stores::{
+    bucket, counted, granted, lease, owner, refused_field, store, S3_PREFIX, SSM_PATH,
+};
 use common::unique;
 use sfn_lock::any_store::s3_client;
 use sfn_lock::document::{decide_acquire, AcquireStep};
@@ -296,14 +298,13 @@ async fn tokens_rise_after_the_lock_was_deleted() {
         let store = store(kind).await;
         let name = LockName::new(unique("deleted")).unwrap();
         let now = EpochMillis::now();
-        let first = match store
-            .acquire(&name, &owner("arn:a"), lease(60), now)
-            .await
-            .unwrap()
-        {
-            AcquireOutcome::Granted(lease) => lease.fencing_token,
-            other => panic!("{other:?}"),
-        };
+        let first = granted(
+            store
+                .acquire(&name, &owner("arn:a"), lease(60), now)
+                .await
+                .unwrap(),
+        )
+        .fencing_token;
         store.release(&name, &owner("arn:a"), now).await.unwrap();
         let sdk = sdk_config().await;
         let encoded = sfn_lock::store_names::encode_name(name.as_str());

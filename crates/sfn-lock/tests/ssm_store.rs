@@ -6,7 +6,7 @@
 mod common;
 
 use common::fault_proxy::{fault_proxy, generation_create};
-use common::stores::{lease, owner, refused_field, store, SSM_PATH};
+use common::stores::{granted, lease, owner, refused_field, store, SSM_PATH};
 use common::unique;
 use sfn_lock::document_store::Documents;
 use sfn_lock::lambda::sdk_config;
@@ -72,14 +72,13 @@ async fn ssm_deletes_generations_superseded_long_enough_ago() {
         "generation 3 was superseded just now"
     );
     let latest = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
-    let token = match store
-        .acquire(&name, &owner("arn:c"), lease(60), latest)
-        .await
-        .unwrap()
-    {
-        AcquireOutcome::Granted(lease) => lease.fencing_token,
-        other => panic!("{other:?}"),
-    };
+    let token = granted(
+        store
+            .acquire(&name, &owner("arn:c"), lease(60), latest)
+            .await
+            .unwrap(),
+    )
+    .fencing_token;
     let left = generations(&name).await;
     assert_eq!(left.len(), 2, "1 to 3 are gone: {left:?}");
     assert!(left[0].ends_with("4") && left[1].ends_with("5"), "{left:?}");
