@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cfn_template import TemplateError, intrinsic, load, specialize  # noqa: E402
+from cfn_template import TemplateError, as_text, intrinsic, load, specialize  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 METRICS_RS = ROOT / "crates" / "sfn-lock" / "src" / "metrics.rs"
@@ -96,18 +96,7 @@ def valid_namespace(text: str) -> bool:
 
 # -- reading the template -----------------------------------------------------------------
 def _text(value: Any) -> str:
-    """A value as the text it becomes, with ${...} for what CloudFormation fills in."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)
-    fn = intrinsic(value)
-    if fn and fn[0] == "Ref":
-        return f"${{{fn[1]}}}"
-    if fn and fn[0] == "Fn::GetAtt":
-        name, attribute = fn[1].split(".", 1) if isinstance(fn[1], str) else fn[1]
-        return f"${{{name}.{attribute}}}"
-    if fn and fn[0] == "Fn::Sub" and isinstance(fn[1], str):
-        return fn[1]
-    return json.dumps(value, sort_keys=True)
+    return as_text(value)
 
 
 def _resources(template: dict, kind: str) -> dict[str, dict]:

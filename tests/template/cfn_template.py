@@ -11,6 +11,7 @@ Both come from the pinned cfn-lint in .venv-lint (tests/requirements-lint.txt).
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import re
 from pathlib import Path
@@ -62,6 +63,23 @@ def intrinsic(value: Any) -> tuple[str, Any] | None:
         if key == "Ref" or key.startswith("Fn::") or key == "Condition":
             return key, arg
     return None
+
+
+def as_text(value: Any) -> str:
+    """A value as the text it becomes, with ${...} for what CloudFormation fills in:
+    ${Name} for !Ref, ${Name.Attribute} for !GetAtt, a !Sub's own text; anything
+    else as JSON."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    fn = intrinsic(value)
+    if fn and fn[0] == "Ref":
+        return f"${{{fn[1]}}}"
+    if fn and fn[0] == "Fn::GetAtt":
+        name, attribute = fn[1].split(".", 1) if isinstance(fn[1], str) else fn[1]
+        return f"${{{name}.{attribute}}}"
+    if fn and fn[0] == "Fn::Sub" and isinstance(fn[1], str):
+        return fn[1]
+    return json.dumps(value, sort_keys=True)
 
 
 # -- the template for given parameter values ----------------------------------------------

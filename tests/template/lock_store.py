@@ -46,14 +46,13 @@ Usage: lock_store.py template.yaml | lock_store.py --self-test
 from __future__ import annotations
 
 import copy
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cfn_template import TemplateError, intrinsic, load, specialize  # noqa: E402
+from cfn_template import TemplateError, as_text, intrinsic, load, specialize  # noqa: E402
 from parameter_orderings import ACQUIRE_MAX_LEASE_SECONDS  # noqa: E402
 
 PARAMETER = "LockStore"
@@ -84,20 +83,8 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _text(value: Any) -> str:
-    """A value as the text it becomes, with ${...} for what CloudFormation fills in."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)
-    fn = intrinsic(value)
-    if fn and fn[0] == "Ref":
-        return f"${{{fn[1]}}}"
-    if fn and fn[0] == "Fn::GetAtt":
-        name, attribute = fn[1].split(".", 1) if isinstance(fn[1], str) else fn[1]
-        if attribute == "Arn" and name == BUCKET:
-            return f"arn:${{AWS::Partition}}:s3:::${{{BUCKET}}}"
-        return f"${{{name}.{attribute}}}"
-    if fn and fn[0] == "Fn::Sub" and isinstance(fn[1], str):
-        return fn[1].replace(f"${{{BUCKET}.Arn}}", f"arn:${{AWS::Partition}}:s3:::${{{BUCKET}}}")
-    return json.dumps(value, sort_keys=True)
+    """as_text, with the bucket's ARN spelt out as the bucket policy writes it."""
+    return as_text(value).replace(f"${{{BUCKET}.Arn}}", f"arn:${{AWS::Partition}}:s3:::${{{BUCKET}}}")
 
 
 def parse_url(url: str) -> tuple[str, str] | str:
