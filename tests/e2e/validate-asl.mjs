@@ -5,8 +5,8 @@
 //
 // For each definition: it uses exactly the placeholders its DefinitionSubstitutions
 // must supply (no more, no fewer), and with plausible values substituted it parses as
-// JSON and passes asl-validator (schema, JSON paths, ARNs, reachability). Exits 1 on
-// any problem. 00-validate-asl.test.mjs runs the same checks inside the test suite.
+// JSON and passes asl-validator (schema, JSON paths, ARNs, reachability), in each
+// partition asl-validator knows (aws, aws-cn, aws-us-gov). Exits 1 on any problem. 00-validate-asl.test.mjs runs the same checks inside the test suite.
 
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +15,7 @@ import aslValidator from 'asl-validator';
 import { loadDefinition, placeholdersIn } from './harness.mjs';
 
 const LOCK_PLACEHOLDERS = [
+  'Partition',
   'AcquireLockFunctionArn',
   'ReleaseLockFunctionArn',
   'LockName',
@@ -41,8 +42,12 @@ export const DEFINITIONS = Object.freeze({
   ],
 });
 
+/** The partitions asl-validator's ARN check knows; the first is PLAUSIBLE_SUBSTITUTIONS'. */
+export const PARTITIONS = Object.freeze(['aws', 'aws-cn', 'aws-us-gov']);
+
 /** Values shaped like what CloudFormation substitutes at deploy time. */
 export const PLAUSIBLE_SUBSTITUTIONS = Object.freeze({
+  Partition: 'aws',
   AcquireLockFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:sfn-lock-AcquireLockFunction-Ab12Cd34Ef56',
   ReleaseLockFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:sfn-lock-ReleaseLockFunction-Gh78Ij90Kl12',
   WorkloadFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:nightly-etl',
@@ -57,6 +62,15 @@ export const PLAUSIBLE_SUBSTITUTIONS = Object.freeze({
   LockResultPath: '"$.sfnLock"',
 });
 
+/** PLAUSIBLE_SUBSTITUTIONS for a stack in `partition`: its Partition, and its ARNs there. */
+function inPartition(partition) {
+  const values = { Partition: partition };
+  for (const [name, value] of Object.entries(PLAUSIBLE_SUBSTITUTIONS)) {
+    if (typeof value === 'string' && value.startsWith('arn:aws:')) values[name] = value.replace(/^arn:aws:/, `arn:${partition}:`);
+  }
+  return values;
+}
+
 /** Returns a list of problems, empty when every definition is valid. */
 export function validateAll() {
   const problems = [];
@@ -68,17 +82,26 @@ export function validateAll() {
     for (const name of used.filter((name) => !expected.includes(name))) {
       problems.push(`${file}: placeholder \${${name}} is not one its substitutions supply`);
     }
-    // Both values of ${LockResultPath} (PassLockToWorkload true and false).
-    for (const lockResultPath of ['"$.sfnLock"', 'null']) {
+    // Both values of ${LockResultPath} (PassLockToWorkload true and false), then the
+    // other partitions (template.yaml substitutes AWS::Partition).
+    const variants = [
+      ...['"$.sfnLock"', 'null'].map((lockResultPath) => [`LockResultPath ${lockResultPath}`, { LockResultPath: lockResultPath }]),
+      ...PARTITIONS.slice(1).map((partition) => [`Partition ${partition}`, inPartition(partition)]),
+    ];
+    for (const [label, values] of variants) {
       let definition;
       try {
-        definition = loadDefinition(file, { ...PLAUSIBLE_SUBSTITUTIONS, LockResultPath: lockResultPath });
+        definition = loadDefinition(file, { ...PLAUSIBLE_SUBSTITUTIONS, ...values });
       } catch (error) {
         problems.push(`${file}: ${error.message}`);
         continue;
       }
       const { isValid, errorsText } = aslValidator(definition, { checkArn: true, checkPaths: true });
-      if (!isValid) problems.push(`${file} (LockResultPath ${lockResultPath}): asl-validator: ${errorsText('; ')}`);
+      if (!isValid) problems.push(`${file} (${label}): asl-validator: ${errorsText('; ')}`);
+      if (values.Partition) {
+        const foreign = JSON.stringify(definition).match(/"arn:aws(-[a-z]+)*:/g)?.filter((arn) => arn !== `"arn:${values.Partition}:`);
+        if (foreign?.length) problems.push(`${file} (${label}): ARNs in another partition: ${[...new Set(foreign)].join(', ')}`);
+      }
     }
   }
   return problems;

@@ -203,6 +203,17 @@ MUTATIONS = [
             "(without it the hand-off is an AccessDenied on AWS only, and waiters sleep until their timeout)",
         check="function permissions",
     ),
+    Mutation(
+        id="literal-partition",
+        file=SKIP,
+        find='"Resource": "arn:${Partition}:states:::lambda:invoke",\n      "Parameters": {\n'
+             '        "FunctionName": "${AcquireLockFunctionArn}"',
+        replace='"Resource": "arn:aws:states:::lambda:invoke",\n      "Parameters": {\n'
+                '        "FunctionName": "${AcquireLockFunctionArn}"',
+        why="the stack deploys in any partition (aws-cn, aws-us-gov): a service integration takes the stack's "
+            "partition through ${Partition}, never a literal arn:aws:",
+        check="partition",
+    ),
     # ------------------------------------------------------------------- e2e
     Mutation(
         id="timeout-releases-at-once",
@@ -273,10 +284,10 @@ MUTATIONS = [
     Mutation(
         id="release-without-limit-hint",
         file=LOCKED,
-        find='see Succeed And Leave Lock To Cleanup.",\n      "Resource": "arn:aws:states:::lambda:invoke",\n'
+        find='see Succeed And Leave Lock To Cleanup.",\n      "Resource": "arn:${Partition}:states:::lambda:invoke",\n'
         '      "Parameters": {\n        "FunctionName": "${ReleaseLockFunctionArn}",\n        "Payload": {\n'
         '          "lockName": "${LockName}",\n          "owner.$": "$$.Execution.Id",\n          "limit": ${LockLimit}\n',
-        replace='see Succeed And Leave Lock To Cleanup.",\n      "Resource": "arn:aws:states:::lambda:invoke",\n'
+        replace='see Succeed And Leave Lock To Cleanup.",\n      "Resource": "arn:${Partition}:states:::lambda:invoke",\n'
         '      "Parameters": {\n        "FunctionName": "${ReleaseLockFunctionArn}",\n        "Payload": {\n'
         '          "lockName": "${LockName}",\n          "owner.$": "$$.Execution.Id"\n',
         why="the release passes the limit, so a permit is freed in one write, not two",

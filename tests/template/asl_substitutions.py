@@ -12,8 +12,9 @@ For each state machine:
 2. the file is substituted with plausible values, the ones CloudFormation
    would use with the parameter defaults (empty ARN parameters get a sample
    ARN that their AllowedPattern accepts), and once more with every numeric
-   parameter at its MinValue and at its MaxValue, and each of both branches
-   of a !If; each result must be JSON and pass asl-validator.
+   parameter at its MinValue and at its MaxValue, each of both branches
+   of a !If, and AWS::Partition as each partition asl-validator knows (aws,
+   aws-cn, aws-us-gov); each result must be JSON and pass asl-validator.
 
 Usage: asl_substitutions.py [TEMPLATE]   (default: template.yaml)
        asl_substitutions.py --self-test  (proves each failure is caught)
@@ -37,6 +38,8 @@ from cfn_template import TemplateError, intrinsic, load  # noqa: E402
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 REGION, ACCOUNT, STACK = "us-east-1", "123456789012", "sfn-lock"
+# AWS::Partition: the first is the default, the others each make a variant of their own.
+PARTITIONS = ["aws", "aws-cn", "aws-us-gov"]
 SAMPLE_ARNS = {
     "lambda": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:sample-workload",
     "states": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:existing-workflow",
@@ -72,6 +75,9 @@ class Values:
         kind = self.resources.get(name, {}).get("Type", "")
         physical = f"{STACK}-{name}"
         if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+            if attribute in ("Version", "Alias"):  # SAM's !Ref Function.Version / .Alias: qualified ARNs
+                qualifier = "1" if attribute == "Version" else "live"
+                return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{physical}:{qualifier}"
             return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{physical}" if attribute == "Arn" else physical
         if kind in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
             arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{physical}"
@@ -85,7 +91,7 @@ class Values:
         raise Problem(f"no sample value for {name} ({kind or 'unknown resource'})")
 
     def resolve(self, value: Any) -> list[str]:
-        """Every value the expression can take (both branches of a !If)."""
+        """Every value the expression can take (both branches of a !If, each partition)."""
         if isinstance(value, bool):
             return [str(value).lower()]
         if isinstance(value, (str, int, float)):
@@ -95,11 +101,15 @@ class Values:
             raise Problem(f"cannot substitute {value!r}")
         key, arg = fn
         if key == "Ref":
-            pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws", "AWS::StackName": STACK}
+            if arg == "AWS::Partition":
+                return list(PARTITIONS)
+            pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK}
             if arg in pseudo:
                 return [pseudo[arg]]
             if arg in self.parameters:
                 return self.parameter(arg)
+            if "." in arg:  # SAM's !Ref Function.Version (AutoPublishAlias)
+                return [self.resource(*arg.split(".", 1))]
             return [self.resource(arg, None)]
         if key == "Fn::GetAtt":
             name, attribute = arg.split(".", 1) if isinstance(arg, str) else arg
@@ -119,7 +129,7 @@ class Values:
 
 def variants(template: dict[str, Any], substitutions: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
     """(label, {key: value}) sets to substitute: defaults, all minimums, all maximums,
-    and the other branch of each !If."""
+    the other branch of each !If and the other partitions."""
     result: list[tuple[str, dict[str, str]]] = []
     for numbers in ("Default", "MinValue", "MaxValue"):
         values = Values(template, numbers)
@@ -223,6 +233,7 @@ Resources:
     Properties:
       DefinitionUri: machine.asl.json
       DefinitionSubstitutions:
+        Partition: !Ref AWS::Partition
         FunctionArn: !GetAtt Fn.Arn
         Timeout: !Ref Timeout
 """
@@ -231,7 +242,7 @@ GOOD_ASL = {
     "States": {
         "Call": {
             "Type": "Task",
-            "Resource": "arn:aws:states:::lambda:invoke",
+            "Resource": "arn:${Partition}:states:::lambda:invoke",
             "Parameters": {"FunctionName": "${FunctionArn}", "Payload.$": "$"},
             "TimeoutSeconds": "@Timeout@",
             "End": True,

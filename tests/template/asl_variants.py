@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "statemachine"
 SKIP_STATES = ("Parse Lock Held", "Skipped")
 WAIT_FIELDS = ("waitStartedAt.$", "maxWaitSeconds")
-CALLBACK = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+CALLBACK = "arn:${Partition}:states:::lambda:invoke.waitForTaskToken"  # partition.py: the stack's partition
 QUEUE_STATES = ("Release Lock After Wait Timeout", "Fail With Lock Wait Timeout")
 
 
@@ -214,7 +214,7 @@ def self_test() -> int:
         return next(c for c in acquire(s)["Catch"] if "States.Timeout" in c["ErrorEquals"])
 
     queue_cases = {
-        "a plain invoke (no callback)": lambda s: acquire(s).update(Resource="arn:aws:states:::lambda:invoke"),
+        "a plain invoke (no callback)": lambda s: acquire(s).update(Resource="arn:${Partition}:states:::lambda:invoke"),
         "no task token passed": lambda s: acquire(s)["Parameters"]["Payload"].pop("taskToken.$"),
         "the execution's id passed as the token":
             lambda s: acquire(s)["Parameters"]["Payload"].update({"taskToken.$": "$$.Execution.Id"}),

@@ -60,6 +60,17 @@
 #                                   crates/sfn-lock/src/metrics.rs emits, in its unit, or the
 #                                   state machine logs' count of Succeed And Leave Lock To
 #                                   Cleanup; the alarms' thresholds, topic and Alarms condition
+# 18. partition (+ self-test)       every ARN in the template and statemachine/*.asl.json takes
+#                                   the stack's partition: !Sub arn:${AWS::Partition}:..., and
+#                                   arn:${Partition}:... in the definitions, which each state
+#                                   machine's DefinitionSubstitutions maps to !Ref AWS::Partition
+#                                   (no literal arn:aws:, but in AllowedPattern regexes)
+# 19. function_versions (+ self-test)  the state machines call published versions of the
+#                                   lock functions, a settings change publishes one too,
+#                                   old versions are retained and the roles may invoke them
+# 20. deploy_target (+ self-test)   `make deploy` installs only deploy/requirements.txt,
+#                                   hash-pinned, into its own venv: no test tool beside the
+#                                   AWS credentials
 #
 # Steps 8, 14 and 16 check each LockStore value on the template as that value deploys
 # it (cfn_template.specialize); iam_wildcards reads every branch at once.
@@ -142,6 +153,12 @@ step "lock store self-test" "$PY" "$HERE/lock_store.py" --self-test
 step "lock store" "$PY" "$HERE/lock_store.py" template.yaml
 step "alarms self-test" "$PY" "$HERE/alarms.py" --self-test
 step "alarms" "$PY" "$HERE/alarms.py" template.yaml
+step "partition self-test" "$PY" "$HERE/partition.py" --self-test
+step "partition" "$PY" "$HERE/partition.py" template.yaml
+step "function versions self-test" "$PY" "$HERE/function_versions.py" --self-test
+step "function versions" "$PY" "$HERE/function_versions.py" template.yaml
+step "deploy target self-test" "$PY" "$HERE/deploy_target.py" --self-test
+step "deploy target" "$PY" "$HERE/deploy_target.py" Makefile
 
 for name in "${failures[@]}"; do
     echo "failed: $name"

@@ -41,6 +41,11 @@ Allowed, each for a reason AWS gives no way around:
   fixed path and <stack name> ${AWS::StackName}: the SSM lock store (LockStore
   ssm) names its parameters at run time, under the stack's own path
   (/sfn-lock/<stack>/<encoded lock name>/<generation>, .../.owners/...).
+- `<function ARN>:*` for lambda:InvokeFunction only, where the function is one
+  of this template's: every published version of it. The state machines call a
+  lock function's version (AutoPublishAlias), and an execution started before a
+  code update keeps calling the version it started with, while the role has
+  already been updated: it must be allowed every version, not just the newest.
 - AWSLambdaBasicExecutionRole, which SAM attaches to every function role it
   creates (CloudWatch Logs writes only).
 
@@ -82,6 +87,8 @@ LOCK_OBJECT_ARN = re.compile(r"^arn:[^:*?]+:s3:::<(?P<bucket>[A-Za-z0-9]+)>/[^*?
 LOCK_PARAMETER_ACTIONS = frozenset({"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath",
                                     "ssm:PutParameter", "ssm:DeleteParameters"})
 LOCK_PARAMETER_ARN = re.compile(r"^arn:[^:*?]+:ssm:[^:*?]+:[^:*?]+:parameter/(?:[^*?:]+/)?<StackName>/\*$")
+FUNCTION_VERSIONS_ARN = re.compile(r"^<(?P<function>[A-Za-z0-9]+)\.Arn>:\*$")
+FUNCTION_TYPES = frozenset({"AWS::Serverless::Function", "AWS::Lambda::Function"})
 ALLOWED_MANAGED_POLICY = re.compile(r"^arn:[^:]+:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole$")
 
 # Values a parameter used in a Resource must refuse.
@@ -261,6 +268,12 @@ class Checker:
                         and (self.resources.get(bucket.group("bucket"), {}) or {}).get("Type") == "AWS::S3::Bucket"):
                     self.allowed.append(f"{where}: {candidate} for {sorted(actions)} (lock objects under a fixed prefix)")
                     continue
+                versions = FUNCTION_VERSIONS_ARN.match(candidate)
+                if (versions and actions == ["lambda:InvokeFunction"]
+                        and (self.resources.get(versions.group("function"), {}) or {}).get("Type") in FUNCTION_TYPES):
+                    self.allowed.append(f"{where}: {candidate} for lambda:InvokeFunction (every version of a "
+                                        "function of this stack)")
+                    continue
                 if LOCK_PARAMETER_ARN.match(candidate) and actions and set(actions) <= LOCK_PARAMETER_ACTIONS:
                     self.allowed.append(f"{where}: {candidate} for {sorted(actions)} (lock parameters under the "
                                         "stack's path)")
@@ -421,6 +434,15 @@ SELF_TEST_BAD = {
         [_statement("ssm:LabelParameterVersion", {"Fn::Sub":
                     "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/${AWS::StackName}/*"})]
     ),
+    "versions of a function for lambda:UpdateFunctionCode": _function(
+        [_statement(["lambda:InvokeFunction", "lambda:UpdateFunctionCode"], {"Fn::Sub": "${Table.Arn}:*"})]
+    ),
+    "versions of a resource that is no function": _function(
+        [_statement("lambda:InvokeFunction", {"Fn::Sub": "${Table.Arn}:*"})]
+    ),
+    "versions of a function named by a parameter": _function(
+        [_statement("lambda:InvokeFunction", {"Fn::Sub": "${Loose}:*"})]
+    ),
     "Fn::If branch with '*'": _function(
         [_statement("dynamodb:UpdateItem", {"Fn::If": ["Always", TABLE_ARN, "*"]})]
     ),
@@ -451,6 +473,7 @@ SELF_TEST_GOOD = {
             _statement(["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                        {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}/locks/*"}),
             _statement("s3:ListBucket", {"Fn::Sub": "arn:${AWS::Partition}:s3:::${Bucket}"}),
+            _statement("lambda:InvokeFunction", {"Fn::Sub": "${Good.Arn}:*"}),
             _statement(["ssm:GetParametersByPath", "ssm:PutParameter", "ssm:DeleteParameters"], {"Fn::Sub":
                        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/${AWS::StackName}/*"}),
         ]

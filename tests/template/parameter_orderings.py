@@ -19,6 +19,11 @@ lease-formula             every state machine's definition has TimeoutSeconds =
                           by the parameter of that name.
 max-lease                 the largest possible lease is within the 31536000 s the
                           acquire function accepts.
+lease-cap                 acquire-lock's MAX_LEASE_SECONDS is, unless the MaxLeaseSeconds
+                          parameter is set, the sum of the lease's terms (the lease every
+                          state machine of the stack asks for, by lease-formula): the
+                          cap never refuses the stack's own executions; MaxLeaseSeconds
+                          admits "" and exactly the integers 1..31536000.
 cleanup-delay             CleanupDelaySeconds is the cleanup queue's DelaySeconds,
                           within SQS's 0..900, and its minimum exceeds the acquire
                           function's Timeout, so that an acquire in flight when the
@@ -196,6 +201,41 @@ def max_lease(template: dict, definitions: Callable[[str], str]) -> list[str]:
     return []
 
 
+def _sub_terms(expression: Any) -> list[str] | None:
+    """The placeholders of a !Sub "${a}+${b}+${c}", None if it is anything else."""
+    text = expression.get("Fn::Sub") if isinstance(expression, dict) and list(expression) == ["Fn::Sub"] else None
+    if not isinstance(text, str) or not re.fullmatch(r"\$\{[A-Za-z0-9]+\}(\+\$\{[A-Za-z0-9]+\})*", text):
+        return None
+    return re.findall(r"\$\{([A-Za-z0-9]+)\}", text)
+
+
+def lease_cap(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
+    parameter = template.get("Parameters", {}).get("MaxLeaseSeconds")
+    if parameter is None or parameter.get("Type") != "String" or parameter.get("Default") != "":
+        return [f"MaxLeaseSeconds is {parameter!r}, not a String parameter defaulting to \"\" (derive the cap)"]
+    pattern = parameter.get("AllowedPattern", "")
+    accepted = ["", "1", "90", "4800", "999999", str(ACQUIRE_MAX_LEASE_SECONDS)]
+    refused = ["0", str(ACQUIRE_MAX_LEASE_SECONDS + 1), "99999999", "2.5", "01", "-1", " 5", "1e2", "60+30"]
+    found += [f"MaxLeaseSeconds' AllowedPattern {pattern!r} refuses {value!r}" for value in accepted if not re.fullmatch(pattern, value)]
+    found += [f"MaxLeaseSeconds' AllowedPattern {pattern!r} accepts {value!r}" for value in refused if re.fullmatch(pattern, value)]
+    variables = (_properties(template, "AcquireLockFunction").get("Environment", {}) or {}).get("Variables", {}) or {}
+    cap = variables.get("MAX_LEASE_SECONDS")
+    if not (isinstance(cap, dict) and list(cap) == ["Fn::If"] and len(cap["Fn::If"]) == 3):
+        return found + [f"acquire-lock's MAX_LEASE_SECONDS is {cap!r}, not !If [derive, the lease's terms, !Ref MaxLeaseSeconds]"]
+    condition, derived, given = cap["Fn::If"]
+    if (template.get("Conditions", {}) or {}).get(condition) not in (
+            {"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, ""]}, {"Fn::Equals": ["", {"Ref": "MaxLeaseSeconds"}]}):
+        found.append(f"MAX_LEASE_SECONDS derives the cap under {condition!r}, not when MaxLeaseSeconds is \"\"")
+    terms = _sub_terms(derived)
+    if terms is None or sorted(terms) != sorted(LEASE_TERMS):
+        found.append(f"the derived cap {derived!r} is not !Sub of {' + '.join(LEASE_TERMS)}: "
+                     "the stack's own executions would be refused, or the cap would not bound them")
+    if given != {"Ref": "MaxLeaseSeconds"}:
+        found.append(f"a set MaxLeaseSeconds gives MAX_LEASE_SECONDS {given!r}, not !Ref MaxLeaseSeconds")
+    return found
+
+
 def cleanup_delay(template: dict, definitions: Callable[[str], str]) -> list[str]:
     found = []
     low, _, high = _range(template, "CleanupDelaySeconds")
@@ -333,6 +373,7 @@ RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
     "max-run-covers-workload": max_run_covers_workload,
     "lease-formula": lease_formula,
     "max-lease": max_lease,
+    "lease-cap": lease_cap,
     "cleanup-delay": cleanup_delay,
     "sweep-grace-covers-late-acquire": sweep_grace_covers_late_acquire,
     "defaults-in-range": defaults_in_range,
@@ -355,6 +396,8 @@ GOOD_ASL = """{
 }"""
 QUEUED_ASL = GOOD_ASL.replace('"Type": "Task",', '"Type": "Task", "TimeoutSeconds": ${MaxWaitSeconds},')
 _LEASE_SUBSTITUTIONS = {term: {"Ref": term} for term in LEASE_TERMS}
+_MAX_LEASE_PATTERN = "^$|^([1-9][0-9]{0,6}|[12][0-9]{7}|30[0-9]{6}|31[0-4][0-9]{5}|315[0-2][0-9]{4}|3153[0-5][0-9]{3}|31536000)$"
+_CAP = "Resources/AcquireLockFunction/Properties/Environment/Variables/MAX_LEASE_SECONDS"
 GOOD_TEMPLATE: dict[str, Any] = {
     "Parameters": {
         "ExecutionTimeoutSeconds": {"Type": "Number", "Default": 3600, "MinValue": 60, "MaxValue": 31363200},
@@ -364,10 +407,14 @@ GOOD_TEMPLATE: dict[str, Any] = {
         "CleanupDelaySeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 900},
         "LockLimit": {"Type": "String", "Default": "1", "AllowedPattern": "^([1-9][0-9]{0,2}|1000)$"},
         "MaxWaitSeconds": {"Type": "Number", "Default": 3600, "MinValue": 0, "MaxValue": 36000},
+        "MaxLeaseSeconds": {"Type": "String", "Default": "", "AllowedPattern": _MAX_LEASE_PATTERN},
     },
-    "Conditions": {"MaxWaitIsZero": {"Fn::Equals": [{"Ref": "MaxWaitSeconds"}, "0"]}},
+    "Conditions": {"MaxWaitIsZero": {"Fn::Equals": [{"Ref": "MaxWaitSeconds"}, "0"]},
+                   "DeriveMaxLease": {"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, ""]}},
     "Resources": {
-        "AcquireLockFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 10}},
+        "AcquireLockFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 10, "Environment": {"Variables": {
+            "MAX_LEASE_SECONDS": {"Fn::If": ["DeriveMaxLease", {"Fn::Sub": "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"},
+                                             {"Ref": "MaxLeaseSeconds"}]}}}}},
         "SampleWorkloadFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": {"Ref": "WorkloadTimeoutSeconds"}}},
         "CleanupQueue": {"Type": "AWS::SQS::Queue", "Properties": {"DelaySeconds": {"Ref": "CleanupDelaySeconds"}}},
         "Locked": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "locked.asl.json", "DefinitionSubstitutions": dict(_LEASE_SUBSTITUTIONS)}},
@@ -421,6 +468,19 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict, Callable[[str], str]]]] = {
     ],
     "max-lease": [
         ("ExecutionTimeoutSeconds up to 365 days", _broken(_set("Parameters/ExecutionTimeoutSeconds/MaxValue", 31536000)), _asl(GOOD_ASL)),
+    ],
+    "lease-cap": [
+        ("no MaxLeaseSeconds parameter", _broken(lambda t: t["Parameters"].pop("MaxLeaseSeconds")), _asl(GOOD_ASL)),
+        ("a pattern that takes 0", _broken(_set("Parameters/MaxLeaseSeconds/AllowedPattern", "^$|^[0-9]{1,8}$")), _asl(GOOD_ASL)),
+        ("a pattern that refuses one year", _broken(_set("Parameters/MaxLeaseSeconds/AllowedPattern", "^$|^[1-9][0-9]{0,6}$")), _asl(GOOD_ASL)),
+        ("no cap at all", _broken(lambda t: t["Resources"]["AcquireLockFunction"]["Properties"].pop("Environment")), _asl(GOOD_ASL)),
+        ("the derived cap without WorkloadMaxRunSeconds", _broken(_set(_CAP, {"Fn::If": [
+            "DeriveMaxLease", {"Fn::Sub": "${ExecutionTimeoutSeconds}+${LeaseMarginSeconds}"}, {"Ref": "MaxLeaseSeconds"}]})), _asl(GOOD_ASL)),
+        ("a fixed cap of 3600", _broken(_set(_CAP, "3600")), _asl(GOOD_ASL)),
+        ("the !If's branches swapped", _broken(_set(_CAP, {"Fn::If": [
+            "DeriveMaxLease", {"Ref": "MaxLeaseSeconds"}, {"Fn::Sub": "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"}]})),
+         _asl(GOOD_ASL)),
+        ("deriving when MaxLeaseSeconds is 0", _broken(_set("Conditions/DeriveMaxLease", {"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, "0"]})), _asl(GOOD_ASL)),
     ],
     "cleanup-delay": [
         ("delay minimum 10 s, not above the acquire timeout", _broken(_set("Parameters/CleanupDelaySeconds/MinValue", 10)), _asl(GOOD_ASL)),

@@ -18,7 +18,12 @@
 //!   `$$.Execution.Input` because the release states do not see the input),
 //!   `--limit`, `--max-wait-seconds` and `--pass-lock-to-workload` are filled
 //!   in; `${AcquireLockFunctionArn}` and `${ReleaseLockFunctionArn}` stay, for
-//!   the user's DefinitionSubstitutions, as do the user's own placeholders.
+//!   the user's DefinitionSubstitutions, as do the user's own placeholders;
+//! - the lock states' service integrations (`arn:${Partition}:states:::...`
+//!   in the files) are in `--partition` (default `aws`; `aws-cn`,
+//!   `aws-us-gov`, ...), or keep a placeholder given as `--partition
+//!   '${Partition}'` for the user's DefinitionSubstitutions (`!Ref
+//!   AWS::Partition`). The user's own ARNs are theirs, left as written.
 //!
 //! **What the user's states see and give**: the locked workflow's contract.
 //! Their input is the execution input unchanged (plus `sfnLock` with
@@ -138,7 +143,9 @@ use template::{LockName, Mode, Settings};
     ToleratedFailurePercentage above 0, or their ...Path forms).\n\n\
     Do not redrive a wrapped execution (the output's Comment says why): start a new one.\n\n\
     The output keeps ${AcquireLockFunctionArn} and ${ReleaseLockFunctionArn} for your \
-    template's DefinitionSubstitutions (the stack outputs of the same names)."
+    template's DefinitionSubstitutions (the stack outputs of the same names). The lock \
+    states' integrations are in --partition (aws unless you say otherwise); your own \
+    states' ARNs are left as you wrote them."
 )]
 pub struct WrapArgs {
     /// The lock every execution takes ('${LockName}' leaves it to DefinitionSubstitutions).
@@ -181,6 +188,11 @@ pub struct WrapArgs {
     /// yours to ensure.
     #[arg(long)]
     allow_unsafe_error_handling: bool,
+    /// The partition the state machine runs in (aws, aws-cn, aws-us-gov, ...): the lock
+    /// states' Resources become arn:PARTITION:states:::lambda:invoke. '${Partition}' (a
+    /// placeholder) leaves it to your DefinitionSubstitutions (!Ref AWS::Partition).
+    #[arg(long, value_name = "PARTITION", default_value = "aws", value_parser = partition)]
+    partition: String,
     /// The definition to wrap: ASL JSON (JSONPath), with a top-level TimeoutSeconds.
     #[arg(value_name = "DEFINITION.json")]
     definition: PathBuf,
@@ -212,6 +224,7 @@ pub fn wrap(args: WrapArgs) -> u8 {
         workload_max_run_seconds: args.workload_max_run_seconds,
         lease_margin_seconds: args.lease_margin_seconds,
         pass_lock_to_workload: args.pass_lock_to_workload,
+        partition: args.partition,
     };
     let allow_unsafe = args.allow_unsafe_error_handling;
     let shown = args.definition.display();
@@ -271,6 +284,34 @@ fn lock_name_path(path: &str) -> Result<String, String> {
     Ok(path.to_owned())
 }
 
+/// An AWS partition (`aws`, `aws-cn`, `aws-us-gov`, `aws-iso-b`, ...), or a
+/// `${Name}` placeholder for the user's DefinitionSubstitutions: either goes
+/// into the ARN as it is, inside a JSON string.
+fn partition(partition: &str) -> Result<String, String> {
+    // "aws", then "-" and lowercase letters or digits any number of times.
+    let is_partition = partition.split('-').enumerate().all(|(index, part)| {
+        if index == 0 {
+            part == "aws"
+        } else {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        }
+    });
+    let is_placeholder = partition
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|name| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+    if is_partition || is_placeholder {
+        Ok(partition.to_owned())
+    } else {
+        Err("a partition such as aws, aws-cn or aws-us-gov, or a placeholder such as '${Partition}'".into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +327,34 @@ mod tests {
         assert!(lock_name_path("$['customer id']").is_ok());
         for bad in ["customerId", "$", "$.", "$$.Execution.Input.x", "$x"] {
             assert!(lock_name_path(bad).is_err(), "{bad}");
+        }
+        for good in [
+            "aws",
+            "aws-cn",
+            "aws-us-gov",
+            "aws-iso-b",
+            "${Partition}",
+            "${AWS_P1}",
+        ] {
+            assert_eq!(partition(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "",
+            "aw",
+            "awscn",
+            "aws-",
+            "aws--cn",
+            "aws-CN",
+            "aws:cn",
+            "arn:aws",
+            "aws cn",
+            "${}",
+            "${Partition",
+            "${AWS::Partition}",
+            "${a\"b}",
+            "\"aws\"",
+        ] {
+            assert!(partition(bad).is_err(), "{bad:?}");
         }
     }
 }

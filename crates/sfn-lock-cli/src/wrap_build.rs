@@ -128,6 +128,7 @@ mod tests {
             workload_max_run_seconds: 900,
             lease_margin_seconds: 300,
             pass_lock_to_workload: false,
+            partition: "aws".into(),
         }
     }
 
@@ -228,6 +229,29 @@ mod tests {
             let mut expected: BTreeSet<&str> = KEPT_PLACEHOLDERS.into();
             expected.insert("MyFunctionArn");
             assert_eq!(placeholders(&text), expected, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn the_lock_states_are_in_the_partition_or_keep_its_placeholder() {
+        for (partition, resource) in [
+            ("aws-cn", "arn:aws-cn:states:::lambda:invoke"),
+            ("${Partition}", "arn:${Partition}:states:::lambda:invoke"),
+        ] {
+            let settings = Settings {
+                partition: partition.into(),
+                ..settings(Mode::Skip)
+            };
+            let (text, out) = wrapped(&settings);
+            for state in ["Acquire Lock", "Release Lock", "Release Lock After Failure"] {
+                assert_eq!(out["States"][state]["Resource"], json!(resource), "{state}");
+            }
+            let mut expected: BTreeSet<&str> = KEPT_PLACEHOLDERS.into();
+            expected.insert("MyFunctionArn");
+            if partition.starts_with("${") {
+                expected.insert("Partition");
+            }
+            assert_eq!(placeholders(&text), expected, "{partition}");
         }
     }
 

@@ -20,10 +20,17 @@ pub(crate) fn comment(settings: &Settings, user: &UserParts, template: &Value) -
         ),
         Mode::Skip => "TimeoutSeconds is this definition's own.".to_owned(),
     };
+    // acquire-lock refuses a lease above its MAX_LEASE_SECONDS (the stack's
+    // MaxLeaseSeconds, by default the lease of the stack's own state machines).
+    let lease = format!(
+        "Its acquires ask for a lease of {} s: the acquire-lock it calls must allow that \
+         (the stack's MaxLeaseSeconds).",
+        user.timeout_seconds + settings.lease_extra()
+    );
     let wrap = format!(
         "[sfn-lock wrap --mode {mode}: this definition's own states run as the one branch of \
          \"{WORKLOAD_STATE}\" while the execution holds {} (limit {}); every other state is \
-         sfn-lock's statemachine/{}, explained below. {timeout} {REDRIVE}]",
+         sfn-lock's statemachine/{}, explained below. {timeout} {lease} {REDRIVE}]",
         settings.lock_name.describe(),
         settings.limit,
         settings.mode.file(),

@@ -19,6 +19,7 @@ pub(crate) fn settings() -> Settings {
         workload_max_run_seconds: 900,
         lease_margin_seconds: 300,
         pass_lock_to_workload: false,
+        partition: "aws".into(),
     }
 }
 

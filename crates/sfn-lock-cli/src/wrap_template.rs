@@ -87,6 +87,9 @@ pub(crate) struct Settings {
     pub(crate) workload_max_run_seconds: u32,
     pub(crate) lease_margin_seconds: u32,
     pub(crate) pass_lock_to_workload: bool,
+    /// `${Partition}` of the service integrations: `aws`, `aws-cn`, ..., or a
+    /// placeholder left for the user's DefinitionSubstitutions.
+    pub(crate) partition: String,
 }
 
 impl Settings {
@@ -129,6 +132,7 @@ pub(crate) struct Template {
 impl Template {
     pub(crate) fn load(settings: &Settings, timeout_seconds: u64) -> Result<Template, String> {
         let substitutions = [
+            ("Partition", settings.partition.clone()),
             ("ExecutionTimeoutSeconds", timeout_seconds.to_string()),
             (
                 "WorkloadMaxRunSeconds",

@@ -274,6 +274,14 @@ fn bad_flags_are_usage_errors() {
             ],
             "--workload-max-run-seconds",
         ),
+        (
+            vec!["--lock-name", "a", "--partition", "aws:cn", sample],
+            "--partition",
+        ),
+        (
+            vec!["--lock-name", "a", "--partition", "${Partition", sample],
+            "a partition such as aws, aws-cn or aws-us-gov",
+        ),
     ] {
         let out = wrap(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -300,6 +308,8 @@ fn help_names_the_flags_the_placeholders_and_the_exit_statuses() {
         "added to your TimeoutSeconds",
         "--pass-lock-to-workload",
         "--allow-unsafe-error-handling",
+        "--partition <PARTITION>",
+        "[default: aws]",
         "<DEFINITION.json>",
         "${AcquireLockFunctionArn}",
         "Exit status: 0",
@@ -463,6 +473,12 @@ fn the_wait_for_the_lock_is_added_to_the_users_timeout() {
         comment.contains("TimeoutSeconds is this definition's own 60"),
         "{comment}"
     );
+    // The stack's acquire-lock refuses leases above its MaxLeaseSeconds: the
+    // Comment says what this one asks for, 3660 + 900 + 300.
+    assert!(
+        comment.contains("Its acquires ask for a lease of 4860 s"),
+        "{comment}"
+    );
 
     let short = stdout_json(&wrap_edited(|_| {}, &["--max-wait-seconds", "120"]));
     assert_eq!(short["TimeoutSeconds"], json!(180));
@@ -473,6 +489,11 @@ fn the_wait_for_the_lock_is_added_to_the_users_timeout() {
 
     let skip = stdout_json(&wrap_edited(|_| {}, &["--mode", "skip"]));
     assert_eq!(skip["TimeoutSeconds"], json!(60), "skip mode never waits");
+    let skip_comment = skip["Comment"].as_str().expect("a Comment");
+    assert!(
+        skip_comment.contains("Its acquires ask for a lease of 1260 s"),
+        "{skip_comment}"
+    );
 
     let longest: u64 = 31_536_000 - 3600 - 900 - 300;
     let fits = wrap_edited(
@@ -584,4 +605,60 @@ fn a_map_that_tolerates_failed_items_is_refused_unless_allowed() {
         &[],
     );
     stdout_json(&zero);
+}
+
+/// The Resource of each of the wrapped definition's top-level states that has one (the
+/// lock's own: the user's states are in the branch).
+fn lock_state_resources(wrapped: &Value) -> Vec<(String, String)> {
+    wrapped["States"]
+        .as_object()
+        .expect("States")
+        .iter()
+        .filter_map(|(name, state)| {
+            state["Resource"]
+                .as_str()
+                .map(|resource| (name.clone(), resource.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_lock_states_take_the_partition_and_the_users_own_arns_stay() {
+    let user_resource = |wrapped: &Value| {
+        wrapped["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]
+            ["Resource"]
+            .clone()
+    };
+    for (args, prefix) in [
+        (vec![], "arn:aws:states:::"),
+        (vec!["--partition", "aws-cn"], "arn:aws-cn:states:::"),
+        (
+            vec!["--partition", "aws-us-gov"],
+            "arn:aws-us-gov:states:::",
+        ),
+        (
+            vec!["--partition", "${Partition}"],
+            "arn:${Partition}:states:::",
+        ),
+        (
+            vec!["--mode", "skip", "--partition", "aws-cn"],
+            "arn:aws-cn:states:::",
+        ),
+    ] {
+        let wrapped = stdout_json(&wrap_edited(|_| {}, &args));
+        let resources = lock_state_resources(&wrapped);
+        assert!(resources.len() >= 3, "{args:?}: {resources:?}");
+        for (state, resource) in &resources {
+            assert!(
+                resource.starts_with(prefix),
+                "{args:?}: {state}: {resource}"
+            );
+        }
+        // The sample's own task is the user's: its ARN is left as written.
+        assert_eq!(
+            user_resource(&wrapped),
+            json!("arn:aws:states:::lambda:invoke"),
+            "{args:?}"
+        );
+    }
 }

@@ -212,4 +212,17 @@ mod tests {
         );
         assert_eq!(child_execution_arn("not-an-arn", parent, 0), None);
     }
+
+    #[test]
+    fn the_child_is_in_the_targets_partition_and_region() {
+        for (partition, region) in [("aws-cn", "cn-north-1"), ("aws-us-gov", "us-gov-west-1")] {
+            let target = format!("arn:{partition}:states:{region}:123456789012:stateMachine:etl");
+            let parent =
+                format!("arn:{partition}:states:{region}:123456789012:execution:locked:run");
+            let child = child_execution_arn(&target, &parent, 0).unwrap();
+            let prefix = format!("arn:{partition}:states:{region}:123456789012:execution:etl:");
+            assert!(child.starts_with(&prefix), "{child}");
+            assert!(child.ends_with("-0"), "{child}");
+        }
+    }
 }

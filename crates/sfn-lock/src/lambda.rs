@@ -71,7 +71,7 @@ pub struct Config {
     /// `DEFAULT_LEASE_SECONDS`, optional; defaults to 900.
     pub default_lease: LeaseSeconds,
     /// `MAX_LEASE_SECONDS`, optional: the longest lease a request may ask
-    /// for; at least the default lease.
+    /// for; it also bounds the default lease.
     pub max_lease: Option<LeaseSeconds>,
 }
 
@@ -117,12 +117,20 @@ impl Config {
                 Some(LeaseSeconds::new("MAX_LEASE_SECONDS", sum)?)
             }
         };
-        if let Some(max) = max_lease.filter(|max| max.get() < default_lease.get()) {
-            return Err(LockError::invalid(
-                "DEFAULT_LEASE_SECONDS",
-                format!("must not exceed MAX_LEASE_SECONDS ({})", max.get()),
-            ));
-        }
+        // The template derives the cap from the stack's lease terms, which may
+        // be shorter than the default lease: a caller without leaseSeconds then
+        // gets the cap, said once at start rather than refused on every acquire.
+        let default_lease = match max_lease.filter(|max| max.get() < default_lease.get()) {
+            Some(max) => {
+                tracing::warn!(
+                    default_lease = default_lease.get(),
+                    max_lease = max.get(),
+                    "DEFAULT_LEASE_SECONDS is above MAX_LEASE_SECONDS: requests without leaseSeconds get MAX_LEASE_SECONDS"
+                );
+                max
+            }
+            None => default_lease,
+        };
         Ok(Config {
             store,
             default_lease,
@@ -365,15 +373,29 @@ mod tests {
                 "{bad:?}"
             );
         }
-        // The default lease (900 unless set) must be one a request may ask for.
-        assert!(matches!(max("600"),
-            Err(LockError::InvalidRequest { field, .. }) if field == "DEFAULT_LEASE_SECONDS"));
-        assert!(config(&[
+    }
+
+    #[test]
+    fn the_cap_also_bounds_the_default_lease() {
+        // The template derives the cap from the stack's lease terms, which can
+        // be below DefaultLeaseSeconds' 900 (a 60 s execution timeout): the
+        // function must still start, granting callers without leaseSeconds
+        // the cap, not refuse every acquire as misconfigured.
+        let table = ("LOCK_TABLE_NAME", "locks");
+        let capped = config(&[table, ("MAX_LEASE_SECONDS", "60+30+0")]).unwrap();
+        assert_eq!(capped.default_lease.get(), 90);
+        assert_eq!(capped.max_lease.map(|m| m.get()), Some(90));
+        let below = config(&[
             table,
             ("MAX_LEASE_SECONDS", "600"),
-            ("DEFAULT_LEASE_SECONDS", "600")
+            ("DEFAULT_LEASE_SECONDS", "120"),
         ])
-        .is_ok());
+        .unwrap();
+        assert_eq!(
+            below.default_lease.get(),
+            120,
+            "a default under the cap is kept"
+        );
     }
 
     #[test]

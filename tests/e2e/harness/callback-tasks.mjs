@@ -6,10 +6,10 @@
 
 import { performance } from 'node:perf_hooks';
 
-import { BINARY_BY_FUNCTION_ARN } from './definitions.mjs';
+import { BINARY_BY_FUNCTION_ARN, PARTITION } from './definitions.mjs';
 import { namedError, stackEnv } from './local-stack.mjs';
 
-export const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
+export const LAMBDA_INVOKE = `arn:${PARTITION}:states:::lambda:invoke`;
 export const WAIT_FOR_TASK_TOKEN = `${LAMBDA_INVOKE}.waitForTaskToken`;
 
 /**

@@ -10,6 +10,9 @@ import { readFileSync } from 'node:fs';
 // executions); the region is the DynamoDB client's too.
 export const REGION = process.env.AWS_REGION ?? 'us-east-1';
 export const ACCOUNT = '123456789012';
+// The partition the definitions' service integrations are in (template.yaml substitutes
+// ${Partition} with AWS::Partition): the interpreter's handlers recognise those ARNs.
+export const PARTITION = 'aws';
 
 // SFN_LOCK_STATE_MACHINE_DIR, an absolute path, reads the definitions from elsewhere (the
 // mutated copies of tests/mutants/hand_mutations.py); unset, from statemachine/.
@@ -44,6 +47,7 @@ export const LOCK_RESULT_PATH = Object.freeze({ off: 'null', on: '"$.sfnLock"' }
  * a stuck run fails fast; the lock name is always replaced per scenario.
  */
 export const TEST_SUBSTITUTIONS = Object.freeze({
+  Partition: PARTITION,
   AcquireLockFunctionArn: ARNS.acquire,
   ReleaseLockFunctionArn: ARNS.release,
   WorkloadFunctionArn: ARNS.workload,

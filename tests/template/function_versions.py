@@ -1,0 +1,287 @@
+"""The state machines call a published version of each lock function (issue 14).
+
+A state machine that calls a function's unqualified ARN runs whatever code and
+settings the function has at the moment of each call: a stack update while an
+execution waits would change its acquire or release mid-flight. So:
+
+versioned               acquire-lock and release-lock have an AutoPublishAlias
+                        (SAM publishes a version whenever their code changes),
+                        UpdateReplacePolicy Retain (passed on to the version, which
+                        a settings change replaces: the old one stays for the
+                        executions that still call it) and a VersionDescription.
+settings-publish        every value the function's Environment is built from (each
+                        parameter, resource and pseudo parameter it names) is also
+                        in the VersionDescription. SAM publishes a new version only
+                        when the template's text of the function changes, not when
+                        a parameter's value does (it does not resolve the
+                        Environment); a version's settings are frozen, so without
+                        this, MaxLeaseSeconds or LockStore changed in an update
+                        would never reach the state machines. A changed Description
+                        replaces the version (Update requires: Replacement).
+machines-call-versions  every state machine's AcquireLockFunctionArn and
+                        ReleaseLockFunctionArn substitutions are !Ref <F>.Version.
+invoke-every-version    each such state machine may invoke "${<F>.Arn}:*", every
+                        version: an execution started before an update keeps
+                        calling its version while its role is already updated.
+transformed             after the SAM transform each lock function has one
+                        AWS::Lambda::Version with DeletionPolicy and
+                        UpdateReplacePolicy Retain, its Description the
+                        VersionDescription.
+
+Usage: function_versions.py template.yaml | function_versions.py --self-test
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cfn_template import TemplateError, as_text, load, transform  # noqa: E402
+
+LOCK_FUNCTIONS = {"AcquireLockFunctionArn": "AcquireLockFunction", "ReleaseLockFunctionArn": "ReleaseLockFunction"}
+STATE_MACHINE = "AWS::Serverless::StateMachine"
+
+
+def _resources(template: dict) -> dict[str, dict]:
+    return template.get("Resources", {}) or {}
+
+
+def _names(value: Any) -> set[str]:
+    """Every parameter, resource or pseudo parameter a value is built from."""
+    names: set[str] = set()
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "Ref" and isinstance(inner, str) and inner != "AWS::NoValue":
+                names.add(inner)
+            elif key == "Fn::GetAtt":
+                names.add((inner.split(".", 1)[0] if isinstance(inner, str) else inner[0]))
+            elif key == "Fn::Sub":
+                text, variables = (inner, {}) if isinstance(inner, str) else (inner[0], inner[1])
+                names |= {n.split(".", 1)[0] for n in re.findall(r"\$\{([^}!]+)\}", text) if n not in variables}
+                names |= _names(variables)
+            elif key == "Fn::If" and isinstance(inner, list):
+                names |= _names(inner[1:])  # the condition's own inputs are parameters named elsewhere
+            else:
+                names |= _names(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            names |= _names(inner)
+    return names
+
+
+def versioned(template: dict) -> list[str]:
+    found = []
+    for function in LOCK_FUNCTIONS.values():
+        resource = _resources(template).get(function, {})
+        properties = resource.get("Properties", {}) or {}
+        if not properties.get("AutoPublishAlias"):
+            found.append(f"{function} has no AutoPublishAlias: no version is published for the state machines")
+        if resource.get("UpdateReplacePolicy") != "Retain":
+            found.append(f"{function}'s UpdateReplacePolicy is {resource.get('UpdateReplacePolicy')!r}, not Retain: "
+                         "a settings change would delete the version running executions call")
+        if not properties.get("VersionDescription"):
+            found.append(f"{function} has no VersionDescription: a settings change publishes no version")
+    return found
+
+
+def settings_publish(template: dict) -> list[str]:
+    found = []
+    for function in LOCK_FUNCTIONS.values():
+        properties = _resources(template).get(function, {}).get("Properties", {}) or {}
+        environment = (properties.get("Environment", {}) or {}).get("Variables", {}) or {}
+        missing = sorted(_names(environment) - _names(properties.get("VersionDescription")))
+        if missing:
+            found.append(f"{function}'s VersionDescription leaves out {', '.join(missing)}: a change of "
+                         "that value would not publish a version, and the state machines would keep the old setting")
+    return found
+
+
+def _invoked(properties: dict) -> list[Any]:
+    resources = []
+    for policy in properties.get("Policies", []) or []:
+        for statement in (policy.get("Statement", []) if isinstance(policy, dict) else []) or []:
+            actions = statement.get("Action")
+            if "lambda:InvokeFunction" in (actions if isinstance(actions, list) else [actions]):
+                listed = statement.get("Resource")
+                resources += listed if isinstance(listed, list) else [listed]
+    return resources
+
+
+def machines_call_versions(template: dict) -> list[str]:
+    found = []
+    machines = {n: r for n, r in _resources(template).items() if r.get("Type") == STATE_MACHINE}
+    if not machines:
+        return ["no state machine"]
+    for name, resource in machines.items():
+        properties = resource.get("Properties", {}) or {}
+        substitutions = properties.get("DefinitionSubstitutions", {}) or {}
+        for placeholder, function in LOCK_FUNCTIONS.items():
+            if placeholder not in substitutions:
+                continue
+            if substitutions[placeholder] != {"Ref": f"{function}.Version"}:
+                found.append(f"{name}: {placeholder} is {as_text(substitutions[placeholder])}, not !Ref {function}.Version")
+    return found
+
+
+def invoke_every_version(template: dict) -> list[str]:
+    found = []
+    for name, resource in _resources(template).items():
+        if resource.get("Type") != STATE_MACHINE:
+            continue
+        properties = resource.get("Properties", {}) or {}
+        substitutions = properties.get("DefinitionSubstitutions", {}) or {}
+        invoked = [as_text(r) for r in _invoked(properties)]
+        for placeholder, function in LOCK_FUNCTIONS.items():
+            if placeholder in substitutions and f"${{{function}.Arn}}:*" not in invoked:
+                found.append(f"{name} may not invoke every version of {function} (\"${{{function}.Arn}}:*\"): "
+                             "after an update, executions started before it could not call theirs")
+    return found
+
+
+def transformed(template: dict) -> list[str]:
+    try:
+        resources = transform(template).get("Resources", {})
+    except TemplateError as error:
+        return [f"SAM transform failed: {error}"]
+    found = []
+    for function in LOCK_FUNCTIONS.values():
+        versions = {n: r for n, r in resources.items()
+                    if r.get("Type") == "AWS::Lambda::Version"
+                    and (r.get("Properties", {}) or {}).get("FunctionName") == {"Ref": function}}
+        if len(versions) != 1:
+            found.append(f"{function}: {len(versions)} AWS::Lambda::Version resources after the transform, not 1")
+            continue
+        (name, version), = versions.items()
+        for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+            if version.get(policy) != "Retain":
+                found.append(f"{name}: {policy} {version.get(policy)!r}, not Retain")
+        wanted = (_resources(template).get(function, {}).get("Properties", {}) or {}).get("VersionDescription")
+        if version.get("Properties", {}).get("Description") != wanted:
+            found.append(f"{name}: Description {version.get('Properties', {}).get('Description')!r}, not the VersionDescription")
+    return found
+
+
+RULES: dict[str, Callable[[dict], list[str]]] = {
+    "versioned": versioned,
+    "settings-publish": settings_publish,
+    "machines-call-versions": machines_call_versions,
+    "invoke-every-version": invoke_every_version,
+    "transformed": transformed,
+}
+
+
+def problems(template: dict) -> list[tuple[str, str]]:
+    return [(rule, message) for rule, check in RULES.items() for message in check(template)]
+
+
+# -- self-test --------------------------------------------------------------------------
+def _function(environment: dict) -> dict:
+    return {
+        "Type": "AWS::Serverless::Function",
+        "UpdateReplacePolicy": "Retain",
+        "Properties": {
+            "Runtime": "provided.al2023", "Handler": "bootstrap", "CodeUri": "s3://bucket/key",
+            "AutoPublishAlias": "live",
+            "VersionDescription": {"Fn::Sub": "settings ${Table} ${MaxLease}"},
+            "Environment": {"Variables": environment},
+        },
+    }
+
+
+GOOD: dict[str, Any] = {
+    "Parameters": {"MaxLease": {"Type": "String", "Default": ""}},
+    "Resources": {
+        "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {}},
+        "AcquireLockFunction": _function({"STORE": {"Fn::Sub": "dynamodb://${Table}"}, "MAX": {"Ref": "MaxLease"}}),
+        "ReleaseLockFunction": _function({"STORE": {"Fn::Sub": "dynamodb://${Table}"}}),
+        "Machine": {"Type": STATE_MACHINE, "Properties": {
+            "DefinitionUri": "s3://bucket/machine.json",
+            "DefinitionSubstitutions": {"AcquireLockFunctionArn": {"Ref": "AcquireLockFunction.Version"},
+                                        "ReleaseLockFunctionArn": {"Ref": "ReleaseLockFunction.Version"}},
+            "Policies": [{"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": "lambda:InvokeFunction",
+                "Resource": [{"Fn::Sub": "${AcquireLockFunction.Arn}:*"}, {"Fn::Sub": "${ReleaseLockFunction.Arn}:*"}]}]}],
+        }},
+    },
+}
+
+
+def _broken(change: Callable[[dict], None]) -> dict:
+    template = copy.deepcopy(GOOD)
+    change(template)
+    return template
+
+
+def _acquire(template: dict) -> dict:
+    return template["Resources"]["AcquireLockFunction"]
+
+
+SELF_TEST_CASES: dict[str, list[tuple[str, dict]]] = {
+    "versioned": [
+        ("no AutoPublishAlias", _broken(lambda t: _acquire(t)["Properties"].pop("AutoPublishAlias"))),
+        ("no UpdateReplacePolicy", _broken(lambda t: _acquire(t).pop("UpdateReplacePolicy"))),
+    ],
+    "settings-publish": [
+        ("a parameter of the environment left out", _broken(
+            lambda t: _acquire(t)["Properties"].update(VersionDescription={"Fn::Sub": "settings ${Table}"}))),
+        ("no VersionDescription", _broken(lambda t: _acquire(t)["Properties"].pop("VersionDescription"))),
+    ],
+    "machines-call-versions": [
+        ("the unqualified ARN", _broken(lambda t: t["Resources"]["Machine"]["Properties"]["DefinitionSubstitutions"].update(
+            AcquireLockFunctionArn={"Fn::GetAtt": ["AcquireLockFunction", "Arn"]}))),
+        ("the alias, which moves under running executions", _broken(
+            lambda t: t["Resources"]["Machine"]["Properties"]["DefinitionSubstitutions"].update(
+                ReleaseLockFunctionArn={"Ref": "ReleaseLockFunction.Alias"}))),
+    ],
+    "invoke-every-version": [
+        ("only the newest version", _broken(lambda t: t["Resources"]["Machine"]["Properties"]["Policies"][0]["Statement"][0].update(
+            Resource=[{"Ref": "AcquireLockFunction.Version"}, {"Fn::Sub": "${ReleaseLockFunction.Arn}:*"}]))),
+    ],
+    "transformed": [
+        ("a DeletionPolicy Delete passed on to the version", _broken(lambda t: _acquire(t).update(DeletionPolicy="Delete"))),
+    ],
+}
+
+
+def self_test() -> int:
+    failures = 0
+    good = problems(GOOD)
+    if good:
+        failures += 1
+        print(f"FAIL rejected the good template: {good}")
+    else:
+        print("ok   accepts the good template")
+    for rule, cases in SELF_TEST_CASES.items():
+        for label, template in cases:
+            found = [message for found_rule, message in problems(template) if found_rule == rule]
+            if found:
+                print(f"ok   {rule} rejects {label}: {found[0]}")
+            else:
+                failures += 1
+                print(f"FAIL {rule} did not reject {label}")
+    for rule in sorted(set(RULES) - set(SELF_TEST_CASES)):
+        failures += 1
+        print(f"FAIL {rule} has no self-test case")
+    total = 1 + sum(len(cases) for cases in SELF_TEST_CASES.values())
+    print(f"function versions self-test: {total - failures} of {total} as expected")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    path = Path(sys.argv[1])
+    found = problems(load(path))
+    for rule, message in found:
+        print(f"function versions: {rule}: {message}")
+    if not found:
+        print(f"function versions: {path}: {len(RULES)} rules hold")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
