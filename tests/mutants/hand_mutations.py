@@ -214,6 +214,35 @@ MUTATIONS = [
             "partition through ${Partition}, never a literal arn:aws:",
         check="partition",
     ),
+    Mutation(
+        id="machine-calls-latest",
+        file=TEMPLATE,
+        find="stack update.\n        AcquireLockFunctionArn: !Ref AcquireLockFunction.Version\n"
+             "        ReleaseLockFunctionArn: !Ref ReleaseLockFunction.Version",
+        replace="stack update.\n        AcquireLockFunctionArn: !Ref AcquireLockFunction.Version\n"
+                "        ReleaseLockFunctionArn: !GetAtt ReleaseLockFunction.Arn",
+        why="a state machine calls a published version of the lock functions, so that a stack update does "
+            "not change a running execution's release under it",
+        check="function versions",
+    ),
+    Mutation(
+        id="version-misses-a-setting",
+        file=TEMPLATE,
+        find="lease ${DefaultLeaseSeconds}, max ${MaxLeaseSeconds}",
+        replace="lease ${DefaultLeaseSeconds}",
+        why="SAM publishes a version when the code changes, not when a parameter does: the VersionDescription "
+            "must name every setting, or a changed MaxLeaseSeconds never reaches the state machines",
+        check="function versions",
+    ),
+    Mutation(
+        id="lease-cap-misses-a-term",
+        file=TEMPLATE,
+        find='!Sub "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}", !Ref MaxLeaseSeconds]',
+        replace='!Sub "${ExecutionTimeoutSeconds}+${LeaseMarginSeconds}", !Ref MaxLeaseSeconds]',
+        why="the derived lease cap is the lease the stack's own state machines ask for: a smaller one refuses "
+            "their acquires",
+        check="parameter orderings",
+    ),
     # ------------------------------------------------------------------- e2e
     Mutation(
         id="timeout-releases-at-once",
