@@ -228,8 +228,8 @@ MUTATIONS = [
     Mutation(
         id="version-misses-a-setting",
         file=TEMPLATE,
-        find="lease ${DefaultLeaseSeconds}, max ${MaxLeaseSeconds}",
-        replace="lease ${DefaultLeaseSeconds}",
+        find="DEFAULT_LEASE_SECONDS ${DEFAULT_LEASE_SECONDS}, MAX_LEASE_SECONDS ${MAX_LEASE_SECONDS}, METRICS",
+        replace="DEFAULT_LEASE_SECONDS ${DEFAULT_LEASE_SECONDS}, max ${MaxLeaseSeconds}, METRICS",
         why="SAM publishes a version when the code changes, not when a parameter does: the VersionDescription "
             "must name every setting, or a changed MaxLeaseSeconds never reaches the state machines",
         check="function versions",
@@ -237,8 +237,10 @@ MUTATIONS = [
     Mutation(
         id="lease-cap-misses-a-term",
         file=TEMPLATE,
-        find='!Sub "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}", !Ref MaxLeaseSeconds]',
-        replace='!Sub "${ExecutionTimeoutSeconds}+${LeaseMarginSeconds}", !Ref MaxLeaseSeconds]',
+        find='cannot (tests/template/parameter_orderings.py).\n          MAX_LEASE_SECONDS: !If [DeriveMaxLease, '
+             '!Sub "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"',
+        replace='cannot (tests/template/parameter_orderings.py).\n          MAX_LEASE_SECONDS: !If [DeriveMaxLease, '
+                '!Sub "${ExecutionTimeoutSeconds}+${LeaseMarginSeconds}"',
         why="the derived lease cap is the lease the stack's own state machines ask for: a smaller one refuses "
             "their acquires",
         check="parameter orderings",

@@ -5,19 +5,27 @@ settings the function has at the moment of each call: a stack update while an
 execution waits would change its acquire or release mid-flight. So:
 
 versioned               acquire-lock and release-lock have an AutoPublishAlias
-                        (SAM publishes a version whenever their code changes),
-                        UpdateReplacePolicy Retain (passed on to the version, which
-                        a settings change replaces: the old one stays for the
-                        executions that still call it) and a VersionDescription.
-settings-publish        every value the function's Environment is built from (each
-                        parameter, resource and pseudo parameter it names) is also
-                        in the VersionDescription. SAM publishes a new version only
-                        when the template's text of the function changes, not when
-                        a parameter's value does (it does not resolve the
-                        Environment); a version's settings are frozen, so without
-                        this, MaxLeaseSeconds or LockStore changed in an update
-                        would never reach the state machines. A changed Description
-                        replaces the version (Update requires: Replacement).
+                        (SAM publishes a version when they change) with
+                        AutoPublishAliasAllProperties (any property's change, a
+                        Timeout too, not just the code, Environment and
+                        MemorySize), UpdateReplacePolicy Retain (passed on to the
+                        version, which a settings change replaces: the old one stays
+                        for the executions that still call it) and a VersionDescription.
+settings-publish        the VersionDescription changes exactly when the Environment
+                        does. SAM publishes a new version only when the function's
+                        template text changes, not when a parameter's value does (it
+                        does not resolve the Environment); a version's settings are
+                        frozen, so without this MaxLeaseSeconds or LockStore changed
+                        in an update would never reach the state machines. A changed
+                        Description replaces the version (Update requires:
+                        Replacement), and Lambda publishes only if the settings
+                        changed too: a Description that changes alone fails the
+                        update ("version already exists"). So it is a !Sub whose
+                        variables are the Environment's own variables, each with the
+                        same value, but for the values fixed for a stack's life
+                        (STACK_CONSTANT: built from the stack's name and its store's
+                        resources, and from LockStore, which the text names), and
+                        it names nothing else.
 machines-call-versions  every state machine's AcquireLockFunctionArn and
                         ReleaseLockFunctionArn substitutions are !Ref <F>.Version.
 invoke-every-version    each such state machine may invoke "${<F>.Arn}:*", every
@@ -50,29 +58,6 @@ def _resources(template: dict) -> dict[str, dict]:
     return template.get("Resources", {}) or {}
 
 
-def _names(value: Any) -> set[str]:
-    """Every parameter, resource or pseudo parameter a value is built from."""
-    names: set[str] = set()
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if key == "Ref" and isinstance(inner, str) and inner != "AWS::NoValue":
-                names.add(inner)
-            elif key == "Fn::GetAtt":
-                names.add((inner.split(".", 1)[0] if isinstance(inner, str) else inner[0]))
-            elif key == "Fn::Sub":
-                text, variables = (inner, {}) if isinstance(inner, str) else (inner[0], inner[1])
-                names |= {n.split(".", 1)[0] for n in re.findall(r"\$\{([^}!]+)\}", text) if n not in variables}
-                names |= _names(variables)
-            elif key == "Fn::If" and isinstance(inner, list):
-                names |= _names(inner[1:])  # the condition's own inputs are parameters named elsewhere
-            else:
-                names |= _names(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            names |= _names(inner)
-    return names
-
-
 def versioned(template: dict) -> list[str]:
     found = []
     for function in LOCK_FUNCTIONS.values():
@@ -80,6 +65,9 @@ def versioned(template: dict) -> list[str]:
         properties = resource.get("Properties", {}) or {}
         if not properties.get("AutoPublishAlias"):
             found.append(f"{function} has no AutoPublishAlias: no version is published for the state machines")
+        if properties.get("AutoPublishAliasAllProperties") is not True:
+            found.append(f"{function} lacks AutoPublishAliasAllProperties: true: a changed Timeout would "
+                         "publish no version")
         if resource.get("UpdateReplacePolicy") != "Retain":
             found.append(f"{function}'s UpdateReplacePolicy is {resource.get('UpdateReplacePolicy')!r}, not Retain: "
                          "a settings change would delete the version running executions call")
@@ -88,15 +76,38 @@ def versioned(template: dict) -> list[str]:
     return found
 
 
+# Environment variables whose value is fixed for a stack's life: built from its
+# name and its store's resources (never replaced while executions run: README,
+# "Upgrade"); which store they name is LockStore, which the description names.
+STACK_CONSTANT = {"LOCK_STORE_URL", "LOCK_TABLE_NAME", "METRICS_NAMESPACE"}
+STORE_PARAMETER = "LockStore"
+
+
 def settings_publish(template: dict) -> list[str]:
     found = []
     for function in LOCK_FUNCTIONS.values():
         properties = _resources(template).get(function, {}).get("Properties", {}) or {}
         environment = (properties.get("Environment", {}) or {}).get("Variables", {}) or {}
-        missing = sorted(_names(environment) - _names(properties.get("VersionDescription")))
-        if missing:
-            found.append(f"{function}'s VersionDescription leaves out {', '.join(missing)}: a change of "
-                         "that value would not publish a version, and the state machines would keep the old setting")
+        description = properties.get("VersionDescription")
+        sub = description.get("Fn::Sub") if isinstance(description, dict) else None
+        if not (isinstance(sub, list) and len(sub) == 2 and isinstance(sub[0], str) and isinstance(sub[1], dict)):
+            found.append(f"{function}'s VersionDescription is not a !Sub [text, variables]")
+            continue
+        text, variables = sub
+        used = set(re.findall(r"\$\{([^}!]+)\}", text))
+        for name, value in environment.items():
+            if name in STACK_CONSTANT:
+                continue
+            if variables.get(name) != value or name not in used:
+                found.append(f"{function}'s VersionDescription does not show {name} as the Environment has it: "
+                             "a change of it would publish no version, and the state machines would keep the old one")
+        if STORE_PARAMETER not in used:
+            found.append(f"{function}'s VersionDescription does not name {STORE_PARAMETER}: a store switch "
+                         "would publish no version")
+        extra = (used - set(variables) - {STORE_PARAMETER}) | {n for n in variables if n not in environment}
+        if extra:
+            found.append(f"{function}'s VersionDescription also names {', '.join(sorted(extra))}, which the "
+                         "Environment does not show: changed alone, the update fails (\"version already exists\")")
     return found
 
 
@@ -142,6 +153,12 @@ def invoke_every_version(template: dict) -> list[str]:
     return found
 
 
+def _versions(resources: dict, function: str) -> dict[str, dict]:
+    return {n: r for n, r in resources.items()
+            if r.get("Type") == "AWS::Lambda::Version"
+            and (r.get("Properties", {}) or {}).get("FunctionName") == {"Ref": function}}
+
+
 def transformed(template: dict) -> list[str]:
     try:
         resources = transform(template).get("Resources", {})
@@ -149,9 +166,7 @@ def transformed(template: dict) -> list[str]:
         return [f"SAM transform failed: {error}"]
     found = []
     for function in LOCK_FUNCTIONS.values():
-        versions = {n: r for n, r in resources.items()
-                    if r.get("Type") == "AWS::Lambda::Version"
-                    and (r.get("Properties", {}) or {}).get("FunctionName") == {"Ref": function}}
+        versions = _versions(resources, function)
         if len(versions) != 1:
             found.append(f"{function}: {len(versions)} AWS::Lambda::Version resources after the transform, not 1")
             continue
@@ -162,6 +177,18 @@ def transformed(template: dict) -> list[str]:
         wanted = (_resources(template).get(function, {}).get("Properties", {}) or {}).get("VersionDescription")
         if version.get("Properties", {}).get("Description") != wanted:
             found.append(f"{name}: Description {version.get('Properties', {}).get('Description')!r}, not the VersionDescription")
+        # A property outside the code, Environment and MemorySize: its change must publish.
+        changed = copy.deepcopy(template)
+        properties = changed["Resources"][function].setdefault("Properties", {})
+        properties["Timeout"] = int(properties.get("Timeout", 3)) + 1
+        try:
+            after = _versions(transform(changed).get("Resources", {}), function)
+        except TemplateError as error:
+            found.append(f"SAM transform failed: {error}")
+            continue
+        if set(after) == set(versions):
+            found.append(f"{function}: a changed Timeout keeps the version {name}: the state machines would "
+                         "keep the old timeout")
     return found
 
 
@@ -179,25 +206,30 @@ def problems(template: dict) -> list[tuple[str, str]]:
 
 
 # -- self-test --------------------------------------------------------------------------
-def _function(environment: dict) -> dict:
+def _function(environment: dict, description: dict) -> dict:
     return {
         "Type": "AWS::Serverless::Function",
         "UpdateReplacePolicy": "Retain",
         "Properties": {
-            "Runtime": "provided.al2023", "Handler": "bootstrap", "CodeUri": "s3://bucket/key",
-            "AutoPublishAlias": "live",
-            "VersionDescription": {"Fn::Sub": "settings ${Table} ${MaxLease}"},
+            "Runtime": "provided.al2023", "Handler": "bootstrap", "CodeUri": "s3://bucket/key", "Timeout": 10,
+            "AutoPublishAlias": "live", "AutoPublishAliasAllProperties": True,
+            "VersionDescription": description,
             "Environment": {"Variables": environment},
         },
     }
 
 
+_STORE = {"Fn::Sub": "dynamodb://${Table}"}
+_MAX = {"Fn::If": ["Derive", {"Fn::Sub": "${A}+${B}"}, {"Ref": "MaxLease"}]}
 GOOD: dict[str, Any] = {
-    "Parameters": {"MaxLease": {"Type": "String", "Default": ""}},
+    "Parameters": {"MaxLease": {"Type": "String", "Default": ""}, "A": {"Type": "Number", "Default": 1},
+                   "B": {"Type": "Number", "Default": 2}, "LockStore": {"Type": "String", "Default": "dynamodb"}},
+    "Conditions": {"Derive": {"Fn::Equals": [{"Ref": "MaxLease"}, ""]}},
     "Resources": {
         "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {}},
-        "AcquireLockFunction": _function({"STORE": {"Fn::Sub": "dynamodb://${Table}"}, "MAX": {"Ref": "MaxLease"}}),
-        "ReleaseLockFunction": _function({"STORE": {"Fn::Sub": "dynamodb://${Table}"}}),
+        "AcquireLockFunction": _function({"LOCK_STORE_URL": _STORE, "MAX_LEASE_SECONDS": _MAX},
+                                         {"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}", {"MAX_LEASE_SECONDS": _MAX}]}),
+        "ReleaseLockFunction": _function({"LOCK_STORE_URL": _STORE}, {"Fn::Sub": ["store ${LockStore}", {}]}),
         "Machine": {"Type": STATE_MACHINE, "Properties": {
             "DefinitionUri": "s3://bucket/machine.json",
             "DefinitionSubstitutions": {"AcquireLockFunctionArn": {"Ref": "AcquireLockFunction.Version"},
@@ -224,10 +256,19 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict]]] = {
     "versioned": [
         ("no AutoPublishAlias", _broken(lambda t: _acquire(t)["Properties"].pop("AutoPublishAlias"))),
         ("no UpdateReplacePolicy", _broken(lambda t: _acquire(t).pop("UpdateReplacePolicy"))),
+        ("no AutoPublishAliasAllProperties", _broken(lambda t: _acquire(t)["Properties"].pop("AutoPublishAliasAllProperties"))),
     ],
     "settings-publish": [
-        ("a parameter of the environment left out", _broken(
-            lambda t: _acquire(t)["Properties"].update(VersionDescription={"Fn::Sub": "settings ${Table}"}))),
+        ("a setting of the environment left out", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}", {}]}))),
+        ("the terms of a set cap, which change nothing alone", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS} (${A}+${B})",
+                                            {"MAX_LEASE_SECONDS": _MAX}]}))),
+        ("the cap shown as the bare parameter", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}",
+                                            {"MAX_LEASE_SECONDS": {"Ref": "MaxLease"}}]}))),
+        ("no LockStore", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["max ${MAX_LEASE_SECONDS}", {"MAX_LEASE_SECONDS": _MAX}]}))),
         ("no VersionDescription", _broken(lambda t: _acquire(t)["Properties"].pop("VersionDescription"))),
     ],
     "machines-call-versions": [
@@ -243,6 +284,8 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict]]] = {
     ],
     "transformed": [
         ("a DeletionPolicy Delete passed on to the version", _broken(lambda t: _acquire(t).update(DeletionPolicy="Delete"))),
+        ("a version that ignores a changed Timeout", _broken(
+            lambda t: _acquire(t)["Properties"].update(AutoPublishAliasAllProperties=False))),
     ],
 }
 
