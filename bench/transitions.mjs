@@ -43,6 +43,8 @@ const SUBSTITUTIONS = {
   LockLimit: 1,
   // The template's default (PassLockToWorkload false): the lock stays out of the data.
   LockResultPath: 'null',
+  // The template's AWS::Partition: the ASL's own ARNs (the Lambda and Step Functions integrations).
+  Partition: 'aws',
 };
 
 function load(file) {

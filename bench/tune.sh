@@ -5,26 +5,24 @@
 #
 #   bench/tune.sh [bench.py options]      e.g. --cold-runs 7 --warm-runs 3
 #
-# Variants (each in its own target dir or under its own binary names, so the
-# workspace's target/release is never overwritten):
+# Variants (each in its own target dir, so the workspace's target/release is
+# never overwritten):
 #   ours            target/release as the workspace's Cargo.toml builds it
-#   opt-s           the same with CARGO_PROFILE_RELEASE_OPT_LEVEL=s
-#   roots-env       ours, run with SSL_CERT_FILE holding only the Amazon roots
-#                   (emulates trusting only them, without a rebuild)
-#   roots           bench/tuning/amazon-roots-and-lean-config.patch applied to a
-#                   copy of crates/: an HTTPS client trusting the Amazon roots only
-#   lean            the same patch with its `lean` feature: also an SDK config
-#                   read from the environment instead of aws-config's chains
-#   opt-s+lean      both: the lean patch built with opt-level "s"
-#   log             two more runs of ours: AWS_LAMBDA_LOG_LEVEL=WARN (no
-#                   per-invoke INFO line) and plain-text instead of JSON logs
-# Set TUNE_VARIANTS to choose; default "opt-s roots lean opt-s+lean". A profile
-# variant rebuilds every dependency once: about 15-20 minutes on 2 cores.
+#   opt-s           the same with CARGO_PROFILE_RELEASE_OPT_LEVEL=s (the profile has "z")
+#   unwind          the same with CARGO_PROFILE_RELEASE_PANIC=unwind (the profile aborts)
+#   system-store    ours, run with SSL_CERT_FILE and SSL_CERT_DIR naming the
+#                   system store: what the SDK's default client read at init
+#   amazon-roots    ours, run with SSL_CERT_FILE holding only the five Amazon
+#                   Trust Services roots: what a smaller built-in set would save
+#   log             two more runs of ours: AWS_LAMBDA_LOG_LEVEL=WARN and METRICS=off
+#                   (nothing written per invoke) and plain-text instead of JSON logs
+# Set TUNE_VARIANTS to choose; default "system-store amazon-roots log". A
+# profile variant rebuilds every dependency once: 10-20 minutes on 2 cores.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-variants=${TUNE_VARIANTS:-"opt-s roots lean opt-s+lean"}
+variants=${TUNE_VARIANTS:-"system-store amazon-roots log"}
 say() { echo "tune: $*" >&2; }
 
 say "base build (bench/run.sh's, release)"
@@ -33,76 +31,37 @@ cp Cargo.lock bench/rust/Cargo.lock
 CARGO_TARGET_DIR="$root/target" cargo build --quiet --release --manifest-path bench/rust/Cargo.toml --bins
 
 args=(--variant "ours=$root/target/release")
-functions=(acquire-lock release-lock release-execution-locks)
 
+roots="$root/target/bench-tune/amazon-roots.pem"
 for variant in $variants; do
   case "$variant" in
-    opt-s | opt-z)
-      level=${variant#opt-}
-      say "building $variant (opt-level=\"$level\") in target/bench-tune/$variant"
-      CARGO_TARGET_DIR="$root/target/bench-tune/$variant" CARGO_PROFILE_RELEASE_OPT_LEVEL=$level \
+    opt-s | opt-z | unwind)
+      profile_env=(CARGO_PROFILE_RELEASE_OPT_LEVEL=${variant#opt-})
+      [ "$variant" = unwind ] && profile_env=(CARGO_PROFILE_RELEASE_PANIC=unwind)
+      say "building $variant (${profile_env[*]}) in target/bench-tune/$variant"
+      env CARGO_TARGET_DIR="$root/target/bench-tune/$variant" "${profile_env[@]}" \
         cargo build --quiet --release --workspace --bins
       args+=(--variant "$variant=$root/target/bench-tune/$variant/release")
       ;;
+    system-store)
+      args+=(--variant "system-store=$root/target/release"
+        --variant-env "system-store:SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"
+        --variant-env "system-store:SSL_CERT_DIR=/etc/ssl/certs")
+      ;;
+    amazon-roots)
+      mkdir -p "$(dirname "$roots")"
+      cat /etc/ssl/certs/Amazon_Root_CA_[1-4].pem \
+        "/etc/ssl/certs/Starfield_Services_Root_Certificate_Authority_-_G2.pem" >"$roots"
+      args+=(--variant "amazon-roots=$root/target/release" --variant-env "amazon-roots:SSL_CERT_FILE=$roots")
+      ;;
     log)
       args+=(--variant "log-warn=$root/target/release" --variant-env "log-warn:AWS_LAMBDA_LOG_LEVEL=WARN"
+        --variant-env "log-warn:METRICS=off"
         --variant "log-text=$root/target/release" --variant-env "log-text:AWS_LAMBDA_LOG_FORMAT=Text")
-      ;;
-    roots | lean | opt-s+lean)
-      src="$root/target/bench-tune/src-$variant"
-      target="$root/target"
-      profile_env=()
-      if [ "$variant" = opt-s+lean ]; then
-        # Reuses the opt-s variant's compiled dependencies.
-        target="$root/target/bench-tune/opt-s"
-        profile_env=(CARGO_PROFILE_RELEASE_OPT_LEVEL=s)
-      fi
-      bin_suffix=${variant//+/-}
-      say "building $variant from a patched copy of crates/ in $src"
-      # Staged afresh, then copied over only where the content changed, so an
-      # unchanged copy keeps its mtimes and cargo does not rebuild it.
-      stage="$src.stage"
-      rm -rf "$stage"
-      mkdir -p "$stage" "$src"
-      cp -r Cargo.toml Cargo.lock crates "$stage/"
-      rm -rf "$stage"/crates/*/tests
-      (cd "$stage" && patch -s -p1 <"$root/bench/tuning/amazon-roots-and-lean-config.patch")
-      features=()
-      for fn in "${functions[@]}"; do
-        # Own binary names, so the shared target dir keeps the real ones.
-        printf '\n[features]\nlean = ["sfn-lock/lean"]\n\n[[bin]]\nname = "%s-%s"\npath = "src/main.rs"\n' \
-          "$fn" "$bin_suffix" >>"$stage/crates/$fn/Cargo.toml"
-        [ "$variant" != roots ] && features+=("$fn/lean")
-      done
-      (cd "$stage" && find . -type f) | while read -r file; do
-        if ! cmp -s "$stage/$file" "$src/$file"; then
-          mkdir -p "$(dirname "$src/$file")"
-          cp "$stage/$file" "$src/$file"
-        fi
-      done
-      rm -rf "$stage"
-      feature_flag=()
-      [ ${#features[@]} -gt 0 ] && feature_flag=(--features "$(IFS=,; echo "${features[*]}")")
-      (cd "$src" && env "${profile_env[@]}" CARGO_TARGET_DIR="$target" cargo build --quiet --release --workspace --bins "${feature_flag[@]}")
-      mkdir -p "$root/target/bench-tune/$bin_suffix-bin"
-      for fn in "${functions[@]}"; do
-        ln -sf "$target/release/$fn-$bin_suffix" "$root/target/bench-tune/$bin_suffix-bin/$fn"
-      done
-      variant_dir="$root/target/bench-tune/$bin_suffix-bin"
-      args+=(--variant "$variant=$variant_dir")
       ;;
     *) say "unknown variant $variant"; exit 2 ;;
   esac
 done
-
-# roots-env: no build, the base binaries with a trust store of five roots.
-roots="$root/target/bench-tune/amazon-roots.pem"
-mkdir -p "$root/target/bench-tune/empty-cert-dir"
-cat /etc/ssl/certs/Amazon_Root_CA_[1-4].pem \
-  "/etc/ssl/certs/Starfield_Services_Root_Certificate_Authority_-_G2.pem" >"$roots"
-args+=(--variant "roots-env=$root/target/release"
-  --variant-env "roots-env:SSL_CERT_FILE=$roots"
-  --variant-env "roots-env:SSL_CERT_DIR=$root/target/bench-tune/empty-cert-dir")
 
 exec "$root/.venv/bin/python" "$root/bench/bench.py" "${args[@]}" \
   --no-python --null-function "$root/target/release/null-function" --bare-call "$root/target/release/bare-call" \

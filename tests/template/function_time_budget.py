@@ -343,13 +343,15 @@ class Sdk:
 
 
 def sdk_settings(sources: Sources) -> Sdk:
-    where = f"{LAMBDA_RS} sdk_config()"
+    where = f"{LAMBDA_RS} sdk_config_with()"
     loader = r"aws_config::(defaults|load_from_env|load_defaults|from_env)\b"
     loaders = [path for path, text in sources.items() for _ in re.finditer(loader, _code(text))]
     if loaders != [LAMBDA_RS]:
         raise SourceError(f"the SDK configuration is loaded in {loaders or 'no file'}, not once in {LAMBDA_RS}'s "
                           "sdk_config(): this check reads that one")
-    body = _block(sources[LAMBDA_RS], r"\bfn\s+sdk_config\s*\(", LAMBDA_RS)
+    # sdk_config() and try_sdk_config() differ only in the HTTPS client they
+    # pass (src/https.rs); the settings are sdk_config_with()'s.
+    body = _block(sources[LAMBDA_RS], r"\bfn\s+sdk_config_with\s*\(", LAMBDA_RS)
     if "aws_config::defaults" not in body:
         raise SourceError(f"{where}: does not load the SDK configuration")
     for needed in (r"\.timeout_config\(", r"TimeoutConfig::builder\(\)", r"\.retry_config\("):
@@ -753,7 +755,7 @@ def self_test(template: dict, sources: Sources) -> int:
         ("with_max_attempts dropped", [_Sdk("with_max_attempts", None)]),
         ("the operation timeout from a constant that is not there", [_Sdk("operation_timeout", "OPERATION_TIMEOUT")]),
         ("the operation timeout computed", [_Sdk("operation_timeout", "attempt * 3")]),
-        ("sdk_config renamed", [_Edit(LAMBDA_RS, "fn sdk_config()", "fn shared_sdk_config()")]),
+        ("sdk_config_with renamed", [_Edit(LAMBDA_RS, "fn sdk_config_with(", "fn shared_sdk_config_with(")]),
         ("a second SDK configuration elsewhere", [_Edit(CLEANUP_RS, "use std::time::Duration;",
                                                         "use std::time::Duration;\nfn other() { aws_config::defaults(x); }")]),
         ("the adaptive retry mode", [_Edit(LAMBDA_RS, "RetryConfig::standard()", "RetryConfig::adaptive()")]),

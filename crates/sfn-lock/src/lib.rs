@@ -37,6 +37,7 @@ mod dynamodb_store;
 mod dynamodb_view;
 mod error;
 pub mod executions;
+pub mod https;
 pub mod lambda;
 mod lock;
 pub mod metrics;

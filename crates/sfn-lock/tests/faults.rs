@@ -114,7 +114,13 @@ async fn credentials_that_cannot_be_found_are_lock_store_misconfigured() {
             &empty,
         )
         .build();
+    // The SDK crates bring no HTTPS client of their own (src/https.rs): a
+    // provider built outside sdk_config is given ours.
+    let http_client = sfn_lock::https::https_client().expect("the built-in roots");
     let provider = aws_config::profile::ProfileFileCredentialsProvider::builder()
+        .configure(
+            &aws_config::provider_config::ProviderConfig::empty().with_http_client(http_client),
+        )
         .profile_files(files)
         .profile_name("sfn-lock-nobody")
         .build();

@@ -19,13 +19,38 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use sfn_lock::{DynamoStore, EpochMillis, LeaseSeconds, Locker};
 
 // The library's own expressions, so that the floor cannot drift from what the
-// functions send.
-use sfn_lock::dynamodb::{GRANT, GRANT_CONDITION, RELEASE, RELEASE_CONDITION};
+// functions send; the attribute names and values are derived from them too.
+use sfn_lock::dynamodb::{GRANT, GRANT_CONDITION, RELEASE, RELEASE_CONDITION, TTL_GRACE_SECONDS};
 const OWNER: &str = "arn:aws:states:us-east-1:123456789012:execution:bench:owner-a";
-const TTL_GRACE_SECONDS: i64 = 86_400;
 
 fn n(value: impl ToString) -> AttributeValue {
     AttributeValue::N(value.to_string())
+}
+
+/// The `#name` or `:value` placeholders the two expressions use, each once.
+/// Every `#name` in the library stands for the attribute `name`, and the
+/// library sends exactly the placeholders its expressions use (DynamoDB
+/// refuses unused ones), so these are the function's very maps.
+fn placeholders(expressions: [&str; 2], sigil: char) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for text in expressions {
+        for (at, _) in text.match_indices(sigil) {
+            let rest = &text[at + 1..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let placeholder = format!("{sigil}{}", &rest[..end]);
+            if !found.contains(&placeholder) {
+                found.push(placeholder);
+            }
+        }
+    }
+    found
+}
+
+/// Expiry in epoch seconds plus the grace, rounded up: the library's `ttl`.
+fn ttl_after(millis: i64) -> i64 {
+    (millis + 999) / 1000 + i64::from(TTL_GRACE_SECONDS)
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -42,53 +67,47 @@ async fn main() {
         let (mode, lock_name) = line.split_once(' ').expect("MODE NAME");
         let now = EpochMillis::now().0;
         let expires_at = now + 900_000;
-        let request = client
+        let value = |placeholder: &str| match placeholder {
+            ":owner" => AttributeValue::S(OWNER.to_owned()),
+            ":now" | ":acquiredAt" => n(now),
+            ":expiresAt" => n(expires_at),
+            ":ttl" if mode == "grant" => n(ttl_after(expires_at)),
+            ":ttl" => n(ttl_after(now)),
+            ":tokenBase" => n(now.saturating_mul(1000)),
+            ":one" => n(1),
+            ":zero" => n(0),
+            ":releaseId" => AttributeValue::S(format!("bare-{now}")),
+            other => panic!("bare-call does not know {other}: add it as the library sets it"),
+        };
+        let (update, condition) = match mode {
+            "grant" => (GRANT, GRANT_CONDITION),
+            "release" => (RELEASE, RELEASE_CONDITION),
+            _ => ("", ""),
+        };
+        let mut request = client
             .update_item()
             .table_name(&table)
             .key("lockName", AttributeValue::S(lock_name.to_owned()))
+            .update_expression(update)
+            .condition_expression(condition)
             .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .expression_attribute_names("#owner", "owner")
-            .expression_attribute_names("#acquiredAt", "acquiredAt")
-            .expression_attribute_names("#expiresAt", "expiresAt")
-            .expression_attribute_names("#ttl", "ttl")
-            .expression_attribute_values(":owner", AttributeValue::S(OWNER.to_owned()));
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        for name in placeholders([update, condition], '#') {
+            request = request.expression_attribute_names(&name, &name[1..]);
+        }
+        for placeholder in placeholders([update, condition], ':') {
+            request = request.expression_attribute_values(&placeholder, value(&placeholder));
+        }
         let started = Instant::now();
         match mode {
             "grant" => {
                 request
-                    .update_expression(GRANT)
-                    .condition_expression(GRANT_CONDITION)
-                    .expression_attribute_names("#fencingToken", "fencingToken")
-                    .expression_attribute_names("#holderCount", "holderCount")
-                    .expression_attribute_names("#queueLength", "queueLength")
-                    .expression_attribute_values(":now", n(now))
-                    .expression_attribute_values(":acquiredAt", n(now))
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":expiresAt", n(expires_at))
-                    .expression_attribute_values(":ttl", n(expires_at / 1000 + TTL_GRACE_SECONDS))
-                    .expression_attribute_values(":tokenBase", n(now.saturating_mul(1000)))
-                    .expression_attribute_values(":one", n(1))
                     .send()
                     .await
                     .expect("a fresh lock name is always granted");
             }
             "release" => {
-                request
-                    .update_expression(RELEASE)
-                    .condition_expression(RELEASE_CONDITION)
-                    .expression_attribute_names("#releasedBy", "releasedBy")
-                    .expression_attribute_names("#releasedToken", "releasedToken")
-                    .expression_attribute_names("#fencingToken", "fencingToken")
-                    .expression_attribute_names("#releaseId", "releaseId")
-                    .expression_attribute_values(":ttl", n(now / 1000 + TTL_GRACE_SECONDS))
-                    .expression_attribute_values(
-                        ":releaseId",
-                        AttributeValue::S(format!("bare-{now}")),
-                    )
-                    .send()
-                    .await
-                    .expect("the bench holds this lock");
+                request.send().await.expect("the bench holds this lock");
             }
             "locker" => {
                 let event =
