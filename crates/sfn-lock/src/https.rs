@@ -28,7 +28,9 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode, TlsContext, TrustStore};
+use aws_smithy_http_client::ConnectorBuilder;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
@@ -82,10 +84,25 @@ fn client_trusting(roots: &[CertificateDer<'_>]) -> Result<SharedHttpClient, Loc
         .with_trust_store(store)
         .build()
         .map_err(|error| misconfigured(format!("TLS settings: {error}")))?;
-    Ok(aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
-        .tls_context(context)
-        .build_https())
+    // As the SDK's default client builds its connectors (aws-smithy-runtime's
+    // default_https_client): the call's timeouts and sleep, and the proxy
+    // from HTTPS_PROXY/HTTP_PROXY/NO_PROXY, which `build_https` would leave
+    // off: a user behind a proxy (the reason for a custom CA, often) needs it.
+    Ok(
+        aws_smithy_http_client::Builder::new().build_with_connector_fn(
+            move |settings, components| {
+                let mut connector = ConnectorBuilder::default()
+                    .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+                    .tls_context(context.clone());
+                connector.set_connector_settings(settings.cloned());
+                if let Some(components) = components {
+                    connector.set_sleep_impl(components.sleep_impl());
+                }
+                connector.set_proxy_config(Some(ProxyConfig::from_env()));
+                connector.build()
+            },
+        ),
+    )
 }
 
 /// The roots to trust: from the first variable set (`SSL_CERT_FILE` and

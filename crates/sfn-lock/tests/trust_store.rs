@@ -179,6 +179,14 @@ impl Server {
             "SSL_CERT_FILE",
             "SSL_CERT_DIR",
             "AWS_LAMBDA_LOG_FORMAT",
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "NO_PROXY",
+            "no_proxy",
         ] {
             command.env_remove(name);
         }
@@ -352,4 +360,54 @@ fn the_built_in_roots_are_mozillas_and_hold_amazon_trust_services() {
             .filter(|cert| cert.windows(name.len()).any(|b| b == name.as_bytes()));
         assert_eq!(holding.count(), 1, "{name}");
     }
+}
+
+/// A proxy that prints the first line of the first request it gets, then hangs up.
+const RECORDING_PROXY: &str = r#"
+import socket, sys
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+print(listener.getsockname()[1], flush=True)
+connection, _ = listener.accept()
+print("LINE", connection.makefile("rb").readline().decode().strip(), flush=True)
+connection.close()
+"#;
+
+#[test]
+fn a_proxy_named_in_https_proxy_carries_the_call() {
+    // The SDK's default client honours HTTPS_PROXY/NO_PROXY; a client of our own
+    // must too, or a user behind a proxy (who often needs a CA bundle as well)
+    // could not reach AWS at all.
+    let server = Server::start();
+    let mut proxy = Command::new("python3")
+        .args(["-c", RECORDING_PROXY])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("these tests need python3");
+    let mut lines = BufReader::new(proxy.stdout.take().expect("stdout")).lines();
+    let port = lines.next().expect("the proxy's port").expect("read");
+    let proxy_url = format!("http://127.0.0.1:{}", port.trim());
+    let (result, _) = server.child(
+        "call",
+        &[
+            ("SSL_CERT_FILE", &server.path("ca.pem")),
+            ("HTTPS_PROXY", &proxy_url),
+        ],
+    );
+    // A proxy the child never called is still waiting: this line ends it.
+    let port: u16 = port.trim().parse().expect("the proxy's port");
+    if let Ok(mut nudge) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+        let _ = std::io::Write::write_all(&mut nudge, b"NOT CALLED\n");
+    }
+    let seen = lines.next().expect("the proxy's line").expect("read");
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    let target = server.endpoint.trim_start_matches("https://");
+    assert_eq!(
+        seen,
+        format!("LINE CONNECT {target} HTTP/1.1"),
+        "call: {result}"
+    );
+    assert!(result.starts_with("failed "), "the proxy hung up: {result}");
 }
