@@ -33,11 +33,13 @@ const SUBSTITUTIONS = {
   ReleaseLockFunctionArn: fn('ReleaseLock'),
   WorkloadFunctionArn: fn('Workload'),
   TargetStateMachineArn: `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:bench-target`,
+  // What template.yaml builds for the attach variant's Stop Target Execution.
+  TargetExecutionArnPrefix: `arn:aws:states:${REGION}:${ACCOUNT}:execution:bench-target:`,
   LockName: 'bench-transitions',
-  ExecutionTimeoutSeconds: 3600,
   LeaseMarginSeconds: 300,
   MaxWaitSeconds: 3600,
   WorkloadTimeoutSeconds: 60,
+  TargetTimeoutSeconds: 3600,
   WorkloadMaxRunSeconds: 900,
   // The template's default: a mutex (transitions do not depend on the limit).
   LockLimit: 1,

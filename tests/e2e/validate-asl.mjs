@@ -20,7 +20,6 @@ const LOCK_PLACEHOLDERS = [
   'ReleaseLockFunctionArn',
   'LockName',
   'LockLimit',
-  'ExecutionTimeoutSeconds',
   'LeaseMarginSeconds',
   'MaxWaitSeconds',
   'WorkloadMaxRunSeconds',
@@ -30,7 +29,14 @@ const LOCK_PLACEHOLDERS = [
 /** Each definition and the placeholders template.yaml must supply for it. */
 export const DEFINITIONS = Object.freeze({
   'locked-workflow.asl.json': [...LOCK_PLACEHOLDERS, 'WorkloadFunctionArn', 'WorkloadTimeoutSeconds'],
-  'attach-existing.asl.json': [...LOCK_PLACEHOLDERS, 'TargetStateMachineArn'],
+  // The child's own bound (its Task's TimeoutSeconds and the lease's first term), and the
+  // ARN prefix of the target's executions that Stop Target Execution stops the child by.
+  'attach-existing.asl.json': [
+    ...LOCK_PLACEHOLDERS,
+    'TargetStateMachineArn',
+    'TargetTimeoutSeconds',
+    'TargetExecutionArnPrefix',
+  ],
   // The queue: the same placeholders as the locked workflow (MaxWaitSeconds is also the
   // acquire Task's TimeoutSeconds).
   'queued-workflow.asl.json': [...LOCK_PLACEHOLDERS, 'WorkloadFunctionArn', 'WorkloadTimeoutSeconds'],
@@ -52,12 +58,14 @@ export const PLAUSIBLE_SUBSTITUTIONS = Object.freeze({
   ReleaseLockFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:sfn-lock-ReleaseLockFunction-Gh78Ij90Kl12',
   WorkloadFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:nightly-etl',
   TargetStateMachineArn: 'arn:aws:states:eu-west-1:123456789012:stateMachine:existing-workflow',
+  // template.yaml: arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:<target's name>:
+  TargetExecutionArnPrefix: 'arn:aws:states:eu-west-1:123456789012:execution:existing-workflow:',
   LockName: 'nightly-etl',
   LockLimit: 5,
-  ExecutionTimeoutSeconds: 3600,
   LeaseMarginSeconds: 300,
   MaxWaitSeconds: 1800,
   WorkloadTimeoutSeconds: 900,
+  TargetTimeoutSeconds: 3600,
   WorkloadMaxRunSeconds: 900,
   LockResultPath: '"$.sfnLock"',
 });
@@ -71,9 +79,23 @@ function inPartition(partition) {
   return values;
 }
 
+/** The prefix of the target's execution ARNs, as template.yaml builds it from `stateMachineArn`. */
+function executionArnPrefix(stateMachineArn) {
+  const [arn, partition, service, region, account, kind, name] = stateMachineArn.split(':');
+  if (kind !== 'stateMachine') throw new Error(`not a state machine ARN: ${stateMachineArn}`);
+  return [arn, partition, service, region, account, 'execution', name, ''].join(':');
+}
+
 /** Returns a list of problems, empty when every definition is valid. */
 export function validateAll() {
   const problems = [];
+  // Stop Target Execution must name the child in the target's executions, not elsewhere.
+  for (const values of [PLAUSIBLE_SUBSTITUTIONS, ...PARTITIONS.slice(1).map(inPartition)]) {
+    const wanted = executionArnPrefix(values.TargetStateMachineArn);
+    if (values.TargetExecutionArnPrefix !== wanted) {
+      problems.push(`TargetExecutionArnPrefix ${values.TargetExecutionArnPrefix} is not ${wanted}, the target's executions`);
+    }
+  }
   for (const [file, expected] of Object.entries(DEFINITIONS)) {
     const used = placeholdersIn(file);
     for (const name of expected.filter((name) => !used.includes(name))) {

@@ -119,10 +119,28 @@ MUTATIONS = [
     Mutation(
         id="lease-without-max-run",
         file=ATTACH,
-        find="States.MathAdd(States.MathAdd(${ExecutionTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})",
-        replace="States.MathAdd(${ExecutionTimeoutSeconds}, ${LeaseMarginSeconds})",
-        why="the lease outlasts a task that runs on after its (attach variant's) execution ended",
-        check="parameter orderings",
+        find="States.MathAdd(States.MathAdd(${TargetTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})",
+        replace="States.MathAdd(${TargetTimeoutSeconds}, ${LeaseMarginSeconds})",
+        why="the lease outlasts a task of the target that runs on after the child was stopped (the held path)",
+        check="timing relations",
+    ),
+    Mutation(
+        id="attach-lease-not-its-bound",
+        file=ATTACH,
+        find="States.MathAdd(States.MathAdd(${TargetTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})",
+        replace="States.MathAdd(States.MathAdd(${MaxWaitSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})",
+        why="the lease counts the workload's own bound (the child's TargetTimeoutSeconds, from its start), not "
+            "another number: with MaxWaitSeconds it ends while a child admitted late still runs",
+        check="timing relations",
+    ),
+    Mutation(
+        id="workload-error-released-at-once",
+        file=LOCKED,
+        find='"ErrorEquals": ["States.ALL"],\n          "Next": "Wait For Workload To Stop"',
+        replace='"ErrorEquals": ["States.ALL"],\n          "Next": "Release Lock After Failure"',
+        why="every error out of the workload branch may leave work running (a timed-out Task's invocation, the "
+            "other pieces of a failed Map or Parallel): the lock is held WorkloadMaxRunSeconds before the release",
+        check="timing relations",
     ),
     Mutation(
         id="rule-misses-skip-if-running",
@@ -143,7 +161,7 @@ MUTATIONS = [
     Mutation(
         id="skip-variant-drifts",
         file=SKIP,
-        find='"States.Timeout",\n            "States.HeartbeatTimeout",',
+        find='"States.Timeout",\n                    "States.HeartbeatTimeout",',
         replace='"States.HeartbeatTimeout",',
         why="skip-if-running runs its workload exactly as the locked workflow: a change to one definition alone is noticed",
         check="asl variants",
@@ -172,7 +190,7 @@ MUTATIONS = [
         find="MaxWaitSeconds: !If [MaxWaitIsZero, 1, !Ref MaxWaitSeconds]",
         replace="MaxWaitSeconds: !Ref MaxWaitSeconds",
         why="MaxWaitSeconds 0 still deploys the queued workflow: its acquire Task's TimeoutSeconds must be positive",
-        check="parameter orderings",
+        check="timing relations",
     ),
     Mutation(
         id="rule-misses-queued-workflow",
@@ -235,21 +253,20 @@ MUTATIONS = [
         check="function versions",
     ),
     Mutation(
-        id="lease-cap-misses-a-term",
+        id="lease-cap-by-default",
         file=TEMPLATE,
-        find='cannot (tests/template/parameter_orderings.py).\n          MAX_LEASE_SECONDS: !If [DeriveMaxLease, '
-             '!Sub "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"',
-        replace='cannot (tests/template/parameter_orderings.py).\n          MAX_LEASE_SECONDS: !If [DeriveMaxLease, '
-                '!Sub "${ExecutionTimeoutSeconds}+${LeaseMarginSeconds}"',
-        why="the derived lease cap is the lease the stack's own state machines ask for: a smaller one refuses "
-            "their acquires",
+        find="MAX_LEASE_SECONDS: !If [HasMaxLease, !Ref MaxLeaseSeconds, !Ref AWS::NoValue]",
+        replace='MAX_LEASE_SECONDS: !If [HasMaxLease, !Ref MaxLeaseSeconds, '
+                '!Sub "${WorkloadTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"]',
+        why="an empty MaxLeaseSeconds sets no cap: a default stack grants the leases `sfn-lock wrap` output asks "
+            "for (from the user's own timeouts); a cap from the stack's own terms refuses them",
         check="parameter orderings",
     ),
     # ------------------------------------------------------------------- e2e
     Mutation(
         id="timeout-releases-at-once",
         file=LOCKED,
-        find='"States.Timeout",\n            "States.HeartbeatTimeout",',
+        find='"States.Timeout",\n                    "States.HeartbeatTimeout",',
         replace='"States.HeartbeatTimeout",',
         why="after States.Timeout the workload may still run: the lock is held through the Wait, not released at once",
         e2e="10-locked-workflow.test.mjs",
@@ -295,11 +312,13 @@ MUTATIONS = [
         id="failed-child-not-released",
         file=ATTACH,
         find=(
-            '      "Catch": [\n        {\n          "ErrorEquals": ["States.ALL"],\n'
-            '          "Next": "Release Lock After Failure"\n        }\n      ],\n      "Next": "Release Lock"'
+            '        {\n          "ErrorEquals": ["States.ALL"],\n'
+            '          "Next": "Stop Target Execution"\n        }\n      ],\n      "Next": "Release Lock"'
         ),
-        replace='      "Next": "Release Lock"',
-        why="a child that failed has ended: the attach variant releases the lock, then fails with the child's error",
+        replace='        {\n          "ErrorEquals": ["States.ALL"],\n'
+                '          "Next": "Check Whether Error Has Cause"\n        }\n      ],\n      "Next": "Release Lock"',
+        why="after a child that failed, the attach variant stops it, holds the lock WorkloadMaxRunSeconds and "
+            "releases it, then fails with the child's error (not leave the lock to the sweep or the lease)",
         e2e="20-attach-existing.test.mjs",
         only="child ends FAILED",
     ),

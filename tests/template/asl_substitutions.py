@@ -116,14 +116,27 @@ class Values:
             return [self.resource(name, attribute)]
         if key == "Fn::If":
             return self.resolve(arg[1]) + self.resolve(arg[2])
-        if key == "Fn::Sub" and isinstance(arg, str):
+        if key == "Fn::Sub" and (isinstance(arg, str) or (isinstance(arg, list) and len(arg) == 2)):
+            text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1] or {})
+
             def one(match: re.Match[str]) -> str:
                 name = match.group(1)
+                if name in variables:
+                    return self.resolve(variables[name])[0]
                 if "." in name:
                     return self.resource(*name.split(".", 1))
                 return self.resolve({"Ref": name})[0]
 
-            return [PLACEHOLDER.sub(one, arg)]
+            return [PLACEHOLDER.sub(one, str(text))]
+        if key == "Fn::Select" and isinstance(arg, list) and len(arg) == 2:
+            # !Select [i, !Split [delimiter, value]]: the i-th piece of each value.
+            split = intrinsic(arg[1])
+            if split and split[0] == "Fn::Split" and isinstance(split[1], list) and len(split[1]) == 2:
+                delimiter, source = split[1]
+                pieces = [value.split(delimiter) for value in self.resolve(source)]
+                index = int(arg[0])
+                if all(len(piece) > index for piece in pieces):
+                    return [piece[index] for piece in pieces]
         raise Problem(f"no sample value for {key}")
 
 
@@ -279,6 +292,16 @@ SELF_TEST_CASES = {
         False,
     ),
     "missing DefinitionUri file": (SELF_TEST_TEMPLATE.replace("machine.asl.json", "absent.asl.json"), _asl(), False),
+    # As the attach variant's TargetExecutionArnPrefix: a !Sub with variables, one a
+    # !Select of a !Split of an ARN.
+    "a !Sub with variables, !Select [6, !Split] of an ARN": (
+        SELF_TEST_TEMPLATE.replace(
+            "        FunctionArn: !GetAtt Fn.Arn\n",
+            '        FunctionArn: !Sub\n          - "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${Name}"\n'
+            '          - Name: !Select [6, !Split [":", !GetAtt Fn.Arn]]\n'),
+        _asl(),
+        True,
+    ),
 }
 
 

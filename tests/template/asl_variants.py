@@ -2,9 +2,10 @@
 """skip-if-running.asl.json and queued-workflow.asl.json are locked-workflow.asl.json
 but for the skip and for the queue.
 
-The definitions share every state after the acquire (the workload's Catch,
-the wait for a timed-out workload, the releases, the re-raise): a fix to one
-must not silently miss the others. This check takes each variant, undoes
+The definitions share every state after the acquire (the workload branch and
+its markers, Check Whether Workload Failed and the states it routes to, the
+held path Wait For Workload To Stop, the releases, the re-raise), and the lease:
+a fix to one must not silently miss the others. This check takes each variant, undoes
 exactly its documented differences, and requires the result to equal the
 locked workflow.
 
@@ -182,15 +183,31 @@ def self_test() -> int:
     cases = {
         "a release retrier changed in one file only":
             lambda s: s["States"]["Release Lock"]["Retry"][0].update(MaxAttempts=1),
-        "the timed-out workload's wait gone from one file":
+        "the held path gone from one file":
             lambda s: s["States"]["Run Workload Under Lock"]["Catch"].pop(0),
+        "the workload's may-run catcher narrowed in one file":
+            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]["Catch"][0][
+                "ErrorEquals"].remove("States.Timeout"),
+        "the proven-end marker renamed in one file":
+            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Workload Ended With Error"].update(
+                Parameters={"error.$": "$"}),
+        "the marker Choice's routes swapped in one file":
+            lambda s: [rule.update(Next="Take Workload Error" if rule["Next"] != "Take Workload Error"
+                                   else "Take Error Of Workload That May Run")
+                       for rule in s["States"]["Check Whether Workload Failed"]["Choices"]],
+        "the error of a workload that may run released at once in one file":
+            lambda s: s["States"]["Take Error Of Workload That May Run"].update(Next="Release Lock After Failure"),
+        "the held Wait's Seconds changed in one file":
+            lambda s: s["States"]["Wait For Workload To Stop"].update(Seconds="${WorkloadTimeoutSeconds}"),
+        "the lease from another bound in one file": lambda s: s["States"]["Acquire Lock"]["Parameters"]["Payload"].update(
+            {"leaseSeconds.$": "States.MathAdd(States.MathAdd(${LeaseMarginSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"}),
         "the skip Catch widened to store errors":
             lambda s: s["States"]["Acquire Lock"]["Catch"][-1]["ErrorEquals"].append("LockStoreUnavailable"),
         "a wait retrier in the skip variant":
             lambda s: s["States"]["Acquire Lock"]["Retry"].insert(0, {"ErrorEquals": ["LockUnavailable"]}),
         "a wait bound sent": lambda s: s["States"]["Acquire Lock"]["Parameters"]["Payload"].update(
             maxWaitSeconds=60),
-        "the execution timeout changed": lambda s: s.update(TimeoutSeconds=1),
+        "an execution timeout added to one file": lambda s: s.update(TimeoutSeconds=1),
         "a skipped run going on to the workload":
             lambda s: (s["States"]["Skipped"].pop("End"), s["States"]["Skipped"].update(Next="Run Workload Under Lock")),
         "the skip parsed into a Task": lambda s: s["States"]["Parse Lock Held"].update(Type="Task"),
@@ -219,8 +236,8 @@ def self_test() -> int:
         "the execution's id passed as the token":
             lambda s: acquire(s)["Parameters"]["Payload"].update({"taskToken.$": "$$.Execution.Id"}),
         "no TimeoutSeconds (an unbounded wait)": lambda s: acquire(s).pop("TimeoutSeconds"),
-        "TimeoutSeconds from the execution timeout":
-            lambda s: acquire(s).update(TimeoutSeconds="${ExecutionTimeoutSeconds}"),
+        "TimeoutSeconds from the workload's bound":
+            lambda s: acquire(s).update(TimeoutSeconds="${WorkloadTimeoutSeconds}"),
         "States.Timeout retried": lambda s: acquire(s)["Retry"][1]["ErrorEquals"].append("States.Timeout"),
         "the wait timeout failing without a release": lambda s: timeout_catch(s).update(Next=QUEUE_STATES[1]),
         "the wait timeout caught with the store errors":
@@ -239,7 +256,11 @@ def self_test() -> int:
         "a release retrier changed in the queue only":
             lambda s: s["States"]["Release Lock"]["Retry"][0].update(MaxAttempts=1),
         "the lease formula changed": lambda s: acquire(s)["Parameters"]["Payload"].update(
-            {"leaseSeconds.$": "States.MathAdd(${ExecutionTimeoutSeconds}, ${LeaseMarginSeconds})"}),
+            {"leaseSeconds.$": "States.MathAdd(States.MathAdd(${MaxWaitSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"}),
+        "the new markers' Choice changed in the queue only":
+            lambda s: s["States"]["Check Whether Workload Failed"].update(Default="Take Workload Error"),
+        "the workload's proven-end catcher widened in the queue only":
+            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]["Catch"].reverse(),
     }
     for name, change in queue_cases.items():
         broken = copy.deepcopy(queued)

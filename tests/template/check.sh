@@ -20,9 +20,19 @@
 #                                   delivery; SendTaskSuccess, the queue's hand-off)
 # 6. asl_substitutions --self-test  the ASL check rejects bad definitions
 # 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
-#                                   function's timeout, WorkloadMaxRunSeconds, the lease
-#                                   formula and its maximum, the cleanup delay, the
-#                                   queue's wait bound (a positive TimeoutSeconds)
+#                                   function's timeout (its Task's bound, which the held
+#                                   path covers), WorkloadMaxRunSeconds, the lease cap
+#                                   (none by default; MaxLeaseSeconds), the cleanup delay
+# 7b. timing_relations (+ self-test)  from the parameters' ranges and the definitions,
+#                                   for every accepted value: no execution timeout or
+#                                   other bound can end a wait or a workload early; the
+#                                   wait ends in LockWaitTimeout (the queue's: a positive
+#                                   TimeoutSeconds = MaxWaitSeconds); each lease is its
+#                                   workload Task's TimeoutSeconds + its held Wait's
+#                                   Seconds + LeaseMarginSeconds, within 1..31536000, the
+#                                   margin covering the retries in between; every error
+#                                   out of the workload holds the lock first; the attach
+#                                   variant's stop names its child, as its role allows
 # 8. sweep_wiring (+ self-test)     the rule against event samples, per-record failures,
 #                                   no execution data in the queue,
 #                                   the sweep's settings and permissions
@@ -132,6 +142,8 @@ step "iam wildcards self-test" "$PY" "$HERE/iam_wildcards.py" --self-test
 step "iam wildcards" "$PY" "$HERE/iam_wildcards.py" template.yaml
 step "parameter orderings self-test" "$PY" "$HERE/parameter_orderings.py" --self-test
 step "parameter orderings" "$PY" "$HERE/parameter_orderings.py" template.yaml
+step "timing relations self-test" "$PY" "$HERE/timing_relations.py" --self-test
+step "timing relations" "$PY" "$HERE/timing_relations.py" template.yaml
 step "sweep wiring self-test" "$PY" "$HERE/sweep_wiring.py" --self-test
 step "sweep wiring" "$PY" "$HERE/sweep_wiring.py" template.yaml
 step "retry bounds self-test" "$PY" "$HERE/retry_bounds.py" --self-test

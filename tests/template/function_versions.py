@@ -25,7 +25,11 @@ settings-publish        the VersionDescription changes exactly when the Environm
                         same value, but for the values fixed for a stack's life
                         (STACK_CONSTANT: built from the stack's name and its store's
                         resources, and from LockStore, which the text names), and
-                        it names nothing else.
+                        it names nothing else. A variable that a !If leaves unset
+                        (AWS::NoValue, as MAX_LEASE_SECONDS without MaxLeaseSeconds)
+                        is shown with a text in that branch instead, one that the
+                        other branch's parameter can never take (its AllowedPattern
+                        refuses it), so that setting or clearing it changes the text.
 machines-call-versions  every state machine's AcquireLockFunctionArn and
                         ReleaseLockFunctionArn substitutions are !Ref <F>.Version.
 invoke-every-version    each such state machine may invoke "${<F>.Arn}:*", every
@@ -83,6 +87,35 @@ STACK_CONSTANT = {"LOCK_STORE_URL", "LOCK_TABLE_NAME", "METRICS_NAMESPACE"}
 STORE_PARAMETER = "LockStore"
 
 
+NO_VALUE = {"Ref": "AWS::NoValue"}
+
+
+def _shown_as(template: dict, value: Any, shown: Any) -> str | None:
+    """Why the VersionDescription's `shown` does not show the Environment's `value`
+    (None: it does). Equal, or the same !If with an unset (AWS::NoValue) branch shown
+    as a text that the other branch, a !Ref of a parameter, can never be."""
+    if shown == value:
+        return None
+    if not (isinstance(value, dict) and list(value) == ["Fn::If"] and isinstance(shown, dict)
+            and list(shown) == ["Fn::If"] and len(value["Fn::If"]) == len(shown["Fn::If"]) == 3
+            and shown["Fn::If"][0] == value["Fn::If"][0]):
+        return "not as the Environment has it"
+    for unset, other in ((1, 2), (2, 1)):
+        if value["Fn::If"][unset] != NO_VALUE or shown["Fn::If"][other] != value["Fn::If"][other]:
+            continue
+        text, given = shown["Fn::If"][unset], value["Fn::If"][other]
+        parameter = (template.get("Parameters", {}) or {}).get(given.get("Ref")) if isinstance(given, dict) else None
+        pattern = (parameter or {}).get("AllowedPattern")
+        if not isinstance(text, str) or not text:
+            return f"its unset branch as {text!r}, not a text"
+        if pattern is None:
+            return f"its unset branch as {text!r}, which {given!r} may also be (no AllowedPattern to tell)"
+        if re.fullmatch(pattern, text):
+            return f"its unset branch as {text!r}, which {given['Ref']} may also be: setting it to that publishes no version"
+        return None
+    return "not as the Environment has it"
+
+
 def settings_publish(template: dict) -> list[str]:
     found = []
     for function in LOCK_FUNCTIONS.values():
@@ -98,8 +131,11 @@ def settings_publish(template: dict) -> list[str]:
         for name, value in environment.items():
             if name in STACK_CONSTANT:
                 continue
-            if variables.get(name) != value or name not in used:
-                found.append(f"{function}'s VersionDescription does not show {name} as the Environment has it: "
+            why = _shown_as(template, value, variables.get(name)) if name in variables else "not at all"
+            if why is None and name not in used:
+                why = "not in its text"
+            if why is not None:
+                found.append(f"{function}'s VersionDescription shows {name} {why}: "
                              "a change of it would publish no version, and the state machines would keep the old one")
         if STORE_PARAMETER not in used:
             found.append(f"{function}'s VersionDescription does not name {STORE_PARAMETER}: a store switch "
@@ -220,15 +256,21 @@ def _function(environment: dict, description: dict) -> dict:
 
 
 _STORE = {"Fn::Sub": "dynamodb://${Table}"}
-_MAX = {"Fn::If": ["Derive", {"Fn::Sub": "${A}+${B}"}, {"Ref": "MaxLease"}]}
+# As template.yaml: unset when MaxLease is empty, shown then as "none" (which its
+# AllowedPattern refuses); and a setting built from two parameters.
+_MAX = {"Fn::If": ["HasCap", {"Ref": "MaxLease"}, {"Ref": "AWS::NoValue"}]}
+_MAX_SHOWN = {"Fn::If": ["HasCap", {"Ref": "MaxLease"}, "none"]}
+_SUM = {"Fn::Sub": "${A}+${B}"}
 GOOD: dict[str, Any] = {
-    "Parameters": {"MaxLease": {"Type": "String", "Default": ""}, "A": {"Type": "Number", "Default": 1},
+    "Parameters": {"MaxLease": {"Type": "String", "Default": "", "AllowedPattern": "^$|^[1-9][0-9]{0,7}$"},
+                   "A": {"Type": "Number", "Default": 1},
                    "B": {"Type": "Number", "Default": 2}, "LockStore": {"Type": "String", "Default": "dynamodb"}},
-    "Conditions": {"Derive": {"Fn::Equals": [{"Ref": "MaxLease"}, ""]}},
+    "Conditions": {"HasCap": {"Fn::Not": [{"Fn::Equals": [{"Ref": "MaxLease"}, ""]}]}},
     "Resources": {
         "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {}},
-        "AcquireLockFunction": _function({"LOCK_STORE_URL": _STORE, "MAX_LEASE_SECONDS": _MAX},
-                                         {"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}", {"MAX_LEASE_SECONDS": _MAX}]}),
+        "AcquireLockFunction": _function({"LOCK_STORE_URL": _STORE, "MAX_LEASE_SECONDS": _MAX, "SUM": _SUM},
+                                         {"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}, sum ${SUM}",
+                                                      {"MAX_LEASE_SECONDS": _MAX_SHOWN, "SUM": _SUM}]}),
         "ReleaseLockFunction": _function({"LOCK_STORE_URL": _STORE}, {"Fn::Sub": ["store ${LockStore}", {}]}),
         "Machine": {"Type": STATE_MACHINE, "Properties": {
             "DefinitionUri": "s3://bucket/machine.json",
@@ -260,15 +302,29 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict]]] = {
     ],
     "settings-publish": [
         ("a setting of the environment left out", _broken(lambda t: _acquire(t)["Properties"].update(
-            VersionDescription={"Fn::Sub": ["store ${LockStore}", {}]}))),
-        ("the terms of a set cap, which change nothing alone", _broken(lambda t: _acquire(t)["Properties"].update(
-            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS} (${A}+${B})",
-                                            {"MAX_LEASE_SECONDS": _MAX}]}))),
-        ("the cap shown as the bare parameter", _broken(lambda t: _acquire(t)["Properties"].update(
             VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}",
-                                            {"MAX_LEASE_SECONDS": {"Ref": "MaxLease"}}]}))),
+                                            {"MAX_LEASE_SECONDS": _MAX_SHOWN}]}))),
+        ("a setting in the variables but not in the text", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}",
+                                            {"MAX_LEASE_SECONDS": _MAX_SHOWN, "SUM": _SUM}]}))),
+        ("the terms of a sum, which change nothing alone", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}, sum ${SUM} (${A}+${B})",
+                                            {"MAX_LEASE_SECONDS": _MAX_SHOWN, "SUM": _SUM}]}))),
+        ("the unset cap shown as 900, which a set cap may be", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}, sum ${SUM}",
+                                            {"MAX_LEASE_SECONDS": {"Fn::If": ["HasCap", {"Ref": "MaxLease"}, "900"]},
+                                             "SUM": _SUM}]}))),
+        ("the unset cap shown on the wrong branch", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}, sum ${SUM}",
+                                            {"MAX_LEASE_SECONDS": {"Fn::If": ["HasCap", "none", {"Ref": "MaxLease"}]},
+                                             "SUM": _SUM}]}))),
+        ("the cap shown under another condition", _broken(lambda t: _acquire(t)["Properties"].update(
+            VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}, sum ${SUM}",
+                                            {"MAX_LEASE_SECONDS": {"Fn::If": ["Other", {"Ref": "MaxLease"}, "none"]},
+                                             "SUM": _SUM}]}))),
         ("no LockStore", _broken(lambda t: _acquire(t)["Properties"].update(
-            VersionDescription={"Fn::Sub": ["max ${MAX_LEASE_SECONDS}", {"MAX_LEASE_SECONDS": _MAX}]}))),
+            VersionDescription={"Fn::Sub": ["max ${MAX_LEASE_SECONDS}, sum ${SUM}",
+                                            {"MAX_LEASE_SECONDS": _MAX_SHOWN, "SUM": _SUM}]}))),
         ("no VersionDescription", _broken(lambda t: _acquire(t)["Properties"].pop("VersionDescription"))),
     ],
     "machines-call-versions": [

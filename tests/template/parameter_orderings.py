@@ -5,25 +5,28 @@ one value from another, this check holds the orderings between its defaults and
 ranges (issue 8, part 1; DESIGN.md, "Ends without a release"):
 
 sample-timeout-derived    the sample workload function's Timeout is !Ref
-                          WorkloadTimeoutSeconds: it never runs on after its Task
-                          timed out.
-workload-timeout-range    WorkloadTimeoutSeconds fits one Lambda invocation (1..900)
-                          and its default is below ExecutionTimeoutSeconds' default.
+                          WorkloadTimeoutSeconds, and every Task that invokes
+                          ${WorkloadFunctionArn} has "TimeoutSeconds":
+                          ${WorkloadTimeoutSeconds}, substituted by !Ref
+                          WorkloadTimeoutSeconds: the sample never runs on after
+                          its Task timed out but for its start-up (Lambda's Init,
+                          up to 10 s), which WorkloadMaxRunSeconds' minimum, the
+                          held path, covers, whatever WorkloadTimeoutSeconds is.
+workload-timeout-range    WorkloadTimeoutSeconds fits one Lambda invocation (1..900).
 max-run-covers-workload   WorkloadMaxRunSeconds' default is at least every timeout the
                           sample function can have, and its range reaches 900 (any
                           Lambda function's longest run).
-lease-formula             every state machine's definition has TimeoutSeconds =
-                          ${ExecutionTimeoutSeconds} and every leaseSeconds.$ is the
-                          sum ExecutionTimeoutSeconds + WorkloadMaxRunSeconds +
-                          LeaseMarginSeconds (nested States.MathAdd), each substituted
-                          by the parameter of that name.
-max-lease                 the largest possible lease is within the 31536000 s the
-                          acquire function accepts.
-lease-cap                 acquire-lock's MAX_LEASE_SECONDS is, unless the MaxLeaseSeconds
-                          parameter is set, the sum of the lease's terms (the lease every
-                          state machine of the stack asks for, by lease-formula): the
-                          cap never refuses the stack's own executions; MaxLeaseSeconds
-                          admits "" and exactly the integers 1..31536000.
+lease-cap                 MaxLeaseSeconds admits "" and exactly the integers
+                          1..31536000 (the contract's longest lease, MAX_LEASE_SECONDS
+                          of crates/sfn-lock/src/model.rs); acquire-lock's
+                          MAX_LEASE_SECONDS is absent (AWS::NoValue) when it is "",
+                          so that the leases `sfn-lock wrap` output asks for (from
+                          the user's own timeouts) are granted on a default stack,
+                          and is !Ref MaxLeaseSeconds when it is set. The deploy
+                          cannot compare a set cap with the stack's own leases, so
+                          its Description names every parameter those leases add up
+                          (read from the definitions' leaseSeconds.$) and `sfn-lock
+                          wrap`, which prints the value its output needs.
 cleanup-delay             CleanupDelaySeconds is the cleanup queue's DelaySeconds,
                           within SQS's 0..900, and its minimum exceeds the acquire
                           function's Timeout, so that an acquire in flight when the
@@ -32,12 +35,11 @@ defaults-in-range         every parameter above has its Default within its range
 lock-limit-integers       LockLimit admits exactly the integers 1..1000 that acquire-lock
                           accepts: a Number parameter would also take 2.5, deploy, and
                           then fail every execution with InvalidLockRequest.
-queue-wait-timeout        a definition whose acquire Task has "TimeoutSeconds":
-                          ${MaxWaitSeconds} (the queued workflow: the bound of its wait
-                          in the queue) gets, at every MaxWaitSeconds the template
-                          accepts (its MinValue, MinValue + 1, Default, MaxValue), a
-                          positive TimeoutSeconds (ASL requires one; 0 would fail the
-                          deploy), equal to MaxWaitSeconds wherever that is positive.
+
+The leases themselves (each definition's lease is its workload's bound + its held
+path + LeaseMarginSeconds, within the contract for every accepted value), the
+absence of an execution timeout and the queue's wait bound are
+tests/template/timing_relations.py's.
 
 Usage: parameter_orderings.py template.yaml | parameter_orderings.py --self-test
 """
@@ -45,16 +47,30 @@ Usage: parameter_orderings.py template.yaml | parameter_orderings.py --self-test
 from __future__ import annotations
 
 import copy
+import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
-ACQUIRE_MAX_LEASE_SECONDS = 31_536_000  # acquire-lock's leaseSeconds rule (README)
+ROOT = Path(__file__).resolve().parents[2]
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
 SQS_MAX_DELAY_SECONDS = 900
-LEASE_TERMS = ["ExecutionTimeoutSeconds", "WorkloadMaxRunSeconds", "LeaseMarginSeconds"]
-CHECKED_PARAMETERS = [*LEASE_TERMS, "WorkloadTimeoutSeconds", "CleanupDelaySeconds"]
+CHECKED_PARAMETERS = ["WorkloadTimeoutSeconds", "TargetTimeoutSeconds", "WorkloadMaxRunSeconds",
+                      "LeaseMarginSeconds", "MaxWaitSeconds", "CleanupDelaySeconds"]
+
+
+def contract_max_lease() -> int:
+    """MAX_LEASE_SECONDS as crates/sfn-lock/src/model.rs defines it: the longest lease
+    acquire-lock accepts when its environment sets no cap."""
+    source = (ROOT / "crates/sfn-lock/src/model.rs").read_text()
+    found = re.findall(r"pub\s+const\s+MAX_LEASE_SECONDS\s*:\s*u32\s*=\s*([0-9_]+)\s*;", source)
+    if len(found) != 1:
+        raise SystemExit("parameter_orderings: cannot read MAX_LEASE_SECONDS from model.rs")
+    return int(found[0].replace("_", ""))
+
+
+ACQUIRE_MAX_LEASE_SECONDS = contract_max_lease()  # 31536000: acquire-lock's leaseSeconds rule (README)
 
 Problem = tuple[str, str]  # (rule, message)
 
@@ -115,22 +131,64 @@ def lease_terms(expression: str) -> list[str]:
 
 
 # -- the rules --------------------------------------------------------------------------
+def parse_definition(text: str) -> dict:
+    """A definition, its unquoted ${...} placeholders turned into the strings "${...}"."""
+    return json.loads(re.sub(r"(:\s*)(\$\{\w+\})(\s*[,\n}])", r'\1"\2"\3', text))
+
+
+def all_states(states: dict) -> dict[str, dict]:
+    """Every state, those inside Parallel branches and Map iterators too."""
+    found = {}
+    for name, state in (states or {}).items():
+        found[name] = state
+        for branch in state.get("Branches", []) or []:
+            found.update(all_states(branch.get("States", {})))
+        for key in ("Iterator", "ItemProcessor"):
+            if isinstance(state.get(key), dict):
+                found.update(all_states(state[key].get("States", {})))
+    return found
+
+
+# Lambda's Init phase, outside the function's timeout: an invocation may start this
+# long after its Task did, so it may end this long after its Task timed out.
+LAMBDA_INIT_SECONDS = 10
+
+
 def sample_timeout_derived(template: dict, definitions: Callable[[str], str]) -> list[str]:
+    found = []
     timeout = _properties(template, "SampleWorkloadFunction").get("Timeout")
     if timeout != {"Ref": "WorkloadTimeoutSeconds"}:
-        return [f"SampleWorkloadFunction's Timeout is {timeout!r}, not !Ref WorkloadTimeoutSeconds"]
-    return []
+        found.append(f"SampleWorkloadFunction's Timeout is {timeout!r}, not !Ref WorkloadTimeoutSeconds")
+    tasks = 0
+    for name, properties in _state_machines(template).items():
+        try:
+            definition = parse_definition(definitions(properties.get("DefinitionUri")))
+        except (OSError, TypeError, ValueError):
+            continue  # asl_substitutions and timing_relations report an unreadable definition
+        substitutions = properties.get("DefinitionSubstitutions", {}) or {}
+        for state_name, state in all_states(definition.get("States", {})).items():
+            if (state.get("Parameters", {}) or {}).get("FunctionName") != "${WorkloadFunctionArn}":
+                continue
+            tasks += 1
+            bound = state.get("TimeoutSeconds")
+            if bound != "${WorkloadTimeoutSeconds}" or substitutions.get("WorkloadTimeoutSeconds") != {"Ref": "WorkloadTimeoutSeconds"}:
+                found.append(f"{name}: {state_name}'s TimeoutSeconds is {bound!r} (substituted by "
+                             f"{substitutions.get('WorkloadTimeoutSeconds')!r}), not WorkloadTimeoutSeconds, the "
+                             "sample function's own Timeout: the sample may run on after its Task timed out")
+    if not tasks:
+        found.append("no state machine invokes ${WorkloadFunctionArn}")
+    low = _range(template, "WorkloadMaxRunSeconds")[0]
+    if low is None or low < LAMBDA_INIT_SECONDS:
+        found.append(f"WorkloadMaxRunSeconds may be {low} s, less than the {LAMBDA_INIT_SECONDS} s by which the sample "
+                     "may outlive its timed-out Task (its start-up): the held path would not cover it")
+    return found
 
 
 def workload_timeout_range(template: dict, definitions: Callable[[str], str]) -> list[str]:
-    found = []
     low, default, high = _range(template, "WorkloadTimeoutSeconds")
     if low is None or high is None or low < 1 or high > LAMBDA_MAX_TIMEOUT_SECONDS:
-        found.append(f"WorkloadTimeoutSeconds ranges {low}..{high}, not within one Lambda invocation (1..900)")
-    execution_default = _range(template, "ExecutionTimeoutSeconds")[1]
-    if default is None or execution_default is None or default >= execution_default:
-        found.append(f"WorkloadTimeoutSeconds' default {default} is not below ExecutionTimeoutSeconds' default {execution_default}")
-    return found
+        return [f"WorkloadTimeoutSeconds ranges {low}..{high}, not within one Lambda invocation (1..900)"]
+    return []
 
 
 def _sample_timeouts(template: dict) -> float | None:
@@ -160,79 +218,84 @@ def _state_machines(template: dict) -> dict[str, dict]:
     }
 
 
-def lease_formula(template: dict, definitions: Callable[[str], str]) -> list[str]:
-    found = []
-    machines = _state_machines(template)
-    if not machines:
-        return ["no state machine to check"]
-    for name, properties in machines.items():
-        uri = properties.get("DefinitionUri")
+def stack_lease_terms(template: dict, definitions: Callable[[str], str]) -> set[str]:
+    """The placeholders that the stack's own leaseSeconds.$ expressions add up."""
+    terms: set[str] = set()
+    for properties in _state_machines(template).values():
         try:
-            text = definitions(uri)
-        except (OSError, TypeError) as error:
-            found.append(f"{name}: cannot read its definition {uri!r}: {error}")
+            text = definitions(properties.get("DefinitionUri"))
+        except (OSError, TypeError):
             continue
-        if not re.search(r'"TimeoutSeconds":\s*\$\{ExecutionTimeoutSeconds\}\s*,\s*"StartAt"', text):
-            found.append(f"{name}: {uri}'s own TimeoutSeconds is not ${{ExecutionTimeoutSeconds}}")
-        expressions = re.findall(r'"leaseSeconds\.\$":\s*"([^"]*)"', text)
-        if not expressions:
-            found.append(f"{name}: {uri} passes no leaseSeconds.$")
-        for expression in expressions:
+        for expression in re.findall(r'"leaseSeconds\.\$":\s*"([^"]*)"', text):
             try:
-                terms = lease_terms(expression)
-            except ValueError as error:
-                found.append(f"{name}: {uri}: {error}")
-                continue
-            if sorted(terms) != sorted(LEASE_TERMS):
-                found.append(f"{name}: {uri}: lease {expression!r} is not {' + '.join(LEASE_TERMS)}")
-        substitutions = properties.get("DefinitionSubstitutions", {}) or {}
-        for term in LEASE_TERMS:
-            if substitutions.get(term) != {"Ref": term}:
-                found.append(f"{name}: DefinitionSubstitutions {term} is {substitutions.get(term)!r}, not !Ref {term}")
-    return found
+                terms |= {term for term in lease_terms(expression) if not re.fullmatch(r"-?\d+", term)}
+            except ValueError:
+                continue  # timing_relations reports it
+    return terms
 
 
-def max_lease(template: dict, definitions: Callable[[str], str]) -> list[str]:
-    maxima = [_range(template, term)[2] for term in LEASE_TERMS]
-    if any(value is None for value in maxima):
-        return [f"a lease term has no MaxValue: {dict(zip(LEASE_TERMS, maxima))}"]
-    if sum(maxima) > ACQUIRE_MAX_LEASE_SECONDS:
-        return [f"the largest lease is {' + '.join(f'{v:.0f}' for v in maxima)} = {sum(maxima):.0f} s, above the acquire function's {ACQUIRE_MAX_LEASE_SECONDS}"]
-    return []
+def _holds(template: dict, condition: Any, parameter: str, value: str) -> bool | None:
+    """Whether a condition holds when the String parameter `parameter` is `value`."""
+    if isinstance(condition, dict) and list(condition) == ["Condition"]:
+        return _holds(template, (template.get("Conditions", {}) or {}).get(condition["Condition"]), parameter, value)
+    if isinstance(condition, dict) and list(condition) == ["Fn::Not"]:
+        inner = _holds(template, condition["Fn::Not"][0], parameter, value)
+        return None if inner is None else not inner
+    if isinstance(condition, dict) and list(condition) == ["Fn::Equals"]:
+        sides = [value if side == {"Ref": parameter} else side for side in condition["Fn::Equals"]]
+        if all(isinstance(side, (str, int, float)) for side in sides):
+            return str(sides[0]) == str(sides[1])
+    return None
 
 
-def _sub_terms(expression: Any) -> list[str] | None:
-    """The placeholders of a !Sub "${a}+${b}+${c}", None if it is anything else."""
-    text = expression.get("Fn::Sub") if isinstance(expression, dict) and list(expression) == ["Fn::Sub"] else None
-    if not isinstance(text, str) or not re.fullmatch(r"\$\{[A-Za-z0-9]+\}(\+\$\{[A-Za-z0-9]+\})*", text):
-        return None
-    return re.findall(r"\$\{([A-Za-z0-9]+)\}", text)
+def _environment_value(template: dict, expression: Any, parameter: str, value: str) -> Any:
+    """The value an Environment variable takes when `parameter` is `value` (a !If on a
+    condition of it decided); {"Ref": "AWS::NoValue"}: the variable is not set."""
+    if isinstance(expression, dict) and list(expression) == ["Fn::If"] and len(expression["Fn::If"]) == 3:
+        condition, yes, no = expression["Fn::If"]
+        holds = _holds(template, (template.get("Conditions", {}) or {}).get(condition), parameter, value)
+        if holds is None:
+            return {"cannot tell": expression}
+        return _environment_value(template, yes if holds else no, parameter, value)
+    return expression
+
+
+UNSET = {"Ref": "AWS::NoValue"}
 
 
 def lease_cap(template: dict, definitions: Callable[[str], str]) -> list[str]:
     found = []
     parameter = template.get("Parameters", {}).get("MaxLeaseSeconds")
     if parameter is None or parameter.get("Type") != "String" or parameter.get("Default") != "":
-        return [f"MaxLeaseSeconds is {parameter!r}, not a String parameter defaulting to \"\" (derive the cap)"]
+        return [f"MaxLeaseSeconds is {parameter!r}, not a String parameter defaulting to \"\" (no cap)"]
     pattern = parameter.get("AllowedPattern", "")
     accepted = ["", "1", "90", "4800", "999999", str(ACQUIRE_MAX_LEASE_SECONDS)]
-    refused = ["0", str(ACQUIRE_MAX_LEASE_SECONDS + 1), "99999999", "2.5", "01", "-1", " 5", "1e2", "60+30"]
+    refused = ["0", str(ACQUIRE_MAX_LEASE_SECONDS + 1), "99999999", "2.5", "01", "-1", " 5", "1e2", "60+30", "none"]
     found += [f"MaxLeaseSeconds' AllowedPattern {pattern!r} refuses {value!r}" for value in accepted if not re.fullmatch(pattern, value)]
     found += [f"MaxLeaseSeconds' AllowedPattern {pattern!r} accepts {value!r}" for value in refused if re.fullmatch(pattern, value)]
     variables = (_properties(template, "AcquireLockFunction").get("Environment", {}) or {}).get("Variables", {}) or {}
-    cap = variables.get("MAX_LEASE_SECONDS")
-    if not (isinstance(cap, dict) and list(cap) == ["Fn::If"] and len(cap["Fn::If"]) == 3):
-        return found + [f"acquire-lock's MAX_LEASE_SECONDS is {cap!r}, not !If [derive, the lease's terms, !Ref MaxLeaseSeconds]"]
-    condition, derived, given = cap["Fn::If"]
-    if (template.get("Conditions", {}) or {}).get(condition) not in (
-            {"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, ""]}, {"Fn::Equals": ["", {"Ref": "MaxLeaseSeconds"}]}):
-        found.append(f"MAX_LEASE_SECONDS derives the cap under {condition!r}, not when MaxLeaseSeconds is \"\"")
-    terms = _sub_terms(derived)
-    if terms is None or sorted(terms) != sorted(LEASE_TERMS):
-        found.append(f"the derived cap {derived!r} is not !Sub of {' + '.join(LEASE_TERMS)}: "
-                     "the stack's own executions would be refused, or the cap would not bound them")
-    if given != {"Ref": "MaxLeaseSeconds"}:
-        found.append(f"a set MaxLeaseSeconds gives MAX_LEASE_SECONDS {given!r}, not !Ref MaxLeaseSeconds")
+    if "MAX_LEASE_SECONDS" not in variables:
+        return found + ["acquire-lock's Environment has no MAX_LEASE_SECONDS: a set MaxLeaseSeconds never reaches it"]
+    cap = variables["MAX_LEASE_SECONDS"]
+    unset = _environment_value(template, cap, "MaxLeaseSeconds", "")
+    if unset != UNSET:
+        found.append(f"with MaxLeaseSeconds empty, acquire-lock's MAX_LEASE_SECONDS is {unset!r}, not unset "
+                     "(!Ref AWS::NoValue): a default stack would refuse the longer leases of `sfn-lock wrap` output")
+    for value in ("1", "4800", str(ACQUIRE_MAX_LEASE_SECONDS)):
+        given = _environment_value(template, cap, "MaxLeaseSeconds", value)
+        if given != {"Ref": "MaxLeaseSeconds"}:
+            found.append(f"with MaxLeaseSeconds {value}, acquire-lock's MAX_LEASE_SECONDS is {given!r}, not !Ref MaxLeaseSeconds")
+            break
+    description = " ".join(str(parameter.get("Description", "")).split())
+    needed = sorted(stack_lease_terms(template, definitions))
+    if not needed:
+        found.append("no leaseSeconds.$ in the stack's definitions: cannot tell what a set cap must cover")
+    missing = [term for term in needed if term not in description]
+    if missing:
+        found.append(f"MaxLeaseSeconds' Description does not name {', '.join(missing)}: a set cap must cover the "
+                     f"stack's own leases, which add up {', '.join(needed)}, and the deploy cannot compare them")
+    if "sfn-lock wrap" not in description:
+        found.append("MaxLeaseSeconds' Description does not point at `sfn-lock wrap`, which prints the cap its output needs")
     return found
 
 
@@ -250,11 +313,10 @@ def cleanup_delay(template: dict, definitions: Callable[[str], str]) -> list[str
     return found
 
 
-# Lambda's Init phase (up to 10 s, outside the function timeout) plus the acquire
-# function's Timeout: an acquire in flight when its execution ended has landed by
-# then, and its grant time is at most that after the end (LATE_ACQUIRE_SECONDS in
+# Lambda's Init phase (LAMBDA_INIT_SECONDS, outside the function timeout) plus the
+# acquire function's Timeout: an acquire in flight when its execution ended has landed
+# by then, and its grant time is at most that after the end (LATE_ACQUIRE_SECONDS in
 # crates/sfn-lock/src/sweep_policy.rs is 30).
-LAMBDA_INIT_SECONDS = 10
 LATE_ACQUIRE_SECONDS = 30
 
 
@@ -310,75 +372,15 @@ def lock_limit_integers(template: dict, definitions: Callable[[str], str]) -> li
     return found
 
 
-_QUEUE_TIMEOUT = re.compile(r'"TimeoutSeconds":\s*\$\{MaxWaitSeconds\}')
-
-
-def _evaluate(template: dict, expression: Any, parameter: str, value: float) -> float | None:
-    """The number a substitution takes when `parameter` is `value` (a Ref of a Number
-    parameter is its text, as CloudFormation gives it); None if it cannot tell."""
-    if isinstance(expression, (int, float)) or (isinstance(expression, str) and _number(expression) is not None):
-        return float(expression)
-    if expression == {"Ref": parameter}:
-        return value
-    if isinstance(expression, dict) and list(expression) == ["Fn::If"]:
-        condition, yes, no = expression["Fn::If"]
-        holds = _condition(template, (template.get("Conditions", {}) or {}).get(condition), parameter, value)
-        return None if holds is None else _evaluate(template, yes if holds else no, parameter, value)
-    return None
-
-
-def _condition(template: dict, condition: Any, parameter: str, value: float) -> bool | None:
-    if isinstance(condition, dict) and list(condition) == ["Fn::Not"]:
-        inner = _condition(template, condition["Fn::Not"][0], parameter, value)
-        return None if inner is None else not inner
-    if isinstance(condition, dict) and list(condition) == ["Fn::Equals"]:
-        sides = [f"{value:g}" if side == {"Ref": parameter} else side for side in condition["Fn::Equals"]]
-        if all(isinstance(side, (str, int, float)) for side in sides):
-            return str(sides[0]) == str(sides[1])
-    return None
-
-
-def queue_wait_timeout(template: dict, definitions: Callable[[str], str]) -> list[str]:
-    found = []
-    low, default, high = _range(template, "MaxWaitSeconds")
-    for name, properties in _state_machines(template).items():
-        try:
-            text = definitions(properties.get("DefinitionUri"))
-        except (OSError, TypeError):
-            continue  # lease-formula reports an unreadable definition
-        if not _QUEUE_TIMEOUT.search(text):
-            continue
-        if None in (low, default, high):
-            found.append(f"{name}: MaxWaitSeconds, its acquire Task's TimeoutSeconds, has no MinValue, Default or MaxValue")
-            continue
-        substitution = (properties.get("DefinitionSubstitutions", {}) or {}).get("MaxWaitSeconds")
-        for value in sorted({low, min(low + 1, high), default, high}):
-            timeout = _evaluate(template, substitution, "MaxWaitSeconds", value)
-            if timeout is None:
-                found.append(f"{name}: cannot tell what DefinitionSubstitutions MaxWaitSeconds {substitution!r} is "
-                             f"when MaxWaitSeconds is {value:g}")
-                break
-            if timeout < 1:
-                found.append(f"{name}: with MaxWaitSeconds {value:g} the acquire Task's TimeoutSeconds is {timeout:g}, "
-                             "not positive: CreateStateMachine refuses the definition")
-            elif value >= 1 and timeout != value:
-                found.append(f"{name}: with MaxWaitSeconds {value:g} the acquire Task's TimeoutSeconds is {timeout:g}: "
-                             "the wait in the queue is not MaxWaitSeconds")
-    return found
-
-
 RULES: dict[str, Callable[[dict, Callable[[str], str]], list[str]]] = {
     "sample-timeout-derived": sample_timeout_derived,
     "workload-timeout-range": workload_timeout_range,
     "max-run-covers-workload": max_run_covers_workload,
-    "lease-formula": lease_formula,
-    "max-lease": max_lease,
     "lease-cap": lease_cap,
     "cleanup-delay": cleanup_delay,
     "sweep-grace-covers-late-acquire": sweep_grace_covers_late_acquire,
     "defaults-in-range": defaults_in_range,
     "lock-limit-integers": lock_limit_integers,
-    "queue-wait-timeout": queue_wait_timeout,
 }
 
 
@@ -388,39 +390,47 @@ def problems(template: dict, definitions: Callable[[str], str]) -> list[Problem]
 
 # -- self-test --------------------------------------------------------------------------
 GOOD_ASL = """{
-  "TimeoutSeconds": ${ExecutionTimeoutSeconds},
   "StartAt": "Acquire Lock",
   "States": {"Acquire Lock": {"Type": "Task", "Parameters": {"Payload": {
-    "leaseSeconds.$": "States.MathAdd(States.MathAdd(${ExecutionTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"
+    "leaseSeconds.$": "States.MathAdd(States.MathAdd(${WorkloadTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"
+  }}, "Next": "Run Workload"},
+  "Run Workload": {"Type": "Task", "Parameters": {"FunctionName": "${WorkloadFunctionArn}"},
+    "TimeoutSeconds": ${WorkloadTimeoutSeconds}, "End": true}}
+}"""
+ATTACHED_ASL = """{
+  "StartAt": "Acquire Lock",
+  "States": {"Acquire Lock": {"Type": "Task", "Parameters": {"Payload": {
+    "leaseSeconds.$": "States.MathAdd(States.MathAdd(${TargetTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"
   }}, "End": true}}
 }"""
-QUEUED_ASL = GOOD_ASL.replace('"Type": "Task",', '"Type": "Task", "TimeoutSeconds": ${MaxWaitSeconds},')
-_LEASE_SUBSTITUTIONS = {term: {"Ref": term} for term in LEASE_TERMS}
+_SUBSTITUTIONS = {term: {"Ref": term} for term in ("WorkloadTimeoutSeconds", "WorkloadMaxRunSeconds", "LeaseMarginSeconds")}
 _MAX_LEASE_PATTERN = "^$|^([1-9][0-9]{0,6}|[12][0-9]{7}|30[0-9]{6}|31[0-4][0-9]{5}|315[0-2][0-9]{4}|3153[0-5][0-9]{3}|31536000)$"
 _CAP = "Resources/AcquireLockFunction/Properties/Environment/Variables/MAX_LEASE_SECONDS"
+_CAP_DESCRIPTION = ("Empty: no cap. Set, it must cover `sfn-lock wrap` output's leases and the stack's own: "
+                    "max(WorkloadTimeoutSeconds, TargetTimeoutSeconds) + WorkloadMaxRunSeconds + LeaseMarginSeconds.")
 GOOD_TEMPLATE: dict[str, Any] = {
     "Parameters": {
-        "ExecutionTimeoutSeconds": {"Type": "Number", "Default": 3600, "MinValue": 60, "MaxValue": 31363200},
-        "LeaseMarginSeconds": {"Type": "Number", "Default": 300, "MinValue": 0, "MaxValue": 86400},
+        "LeaseMarginSeconds": {"Type": "Number", "Default": 300, "MinValue": 120, "MaxValue": 86400},
         "WorkloadTimeoutSeconds": {"Type": "Number", "Default": 300, "MinValue": 1, "MaxValue": 900},
+        "TargetTimeoutSeconds": {"Type": "Number", "Default": 3600, "MinValue": 1, "MaxValue": 31363200},
         "WorkloadMaxRunSeconds": {"Type": "Number", "Default": 900, "MinValue": 30, "MaxValue": 86400},
-        "CleanupDelaySeconds": {"Type": "Number", "Default": 900, "MinValue": 15, "MaxValue": 900},
+        "CleanupDelaySeconds": {"Type": "Number", "Default": 900, "MinValue": 20, "MaxValue": 900},
         "LockLimit": {"Type": "String", "Default": "1", "AllowedPattern": "^([1-9][0-9]{0,2}|1000)$"},
         "MaxWaitSeconds": {"Type": "Number", "Default": 3600, "MinValue": 0, "MaxValue": 36000},
-        "MaxLeaseSeconds": {"Type": "String", "Default": "", "AllowedPattern": _MAX_LEASE_PATTERN},
+        "MaxLeaseSeconds": {"Type": "String", "Default": "", "AllowedPattern": _MAX_LEASE_PATTERN,
+                            "Description": _CAP_DESCRIPTION},
     },
-    "Conditions": {"MaxWaitIsZero": {"Fn::Equals": [{"Ref": "MaxWaitSeconds"}, "0"]},
-                   "DeriveMaxLease": {"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, ""]}},
+    "Conditions": {"HasMaxLease": {"Fn::Not": [{"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, ""]}]}},
     "Resources": {
-        "AcquireLockFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 10, "Environment": {"Variables": {
-            "MAX_LEASE_SECONDS": {"Fn::If": ["DeriveMaxLease", {"Fn::Sub": "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"},
-                                             {"Ref": "MaxLeaseSeconds"}]}}}}},
+        "AcquireLockFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": 18, "Environment": {"Variables": {
+            "MAX_LEASE_SECONDS": {"Fn::If": ["HasMaxLease", {"Ref": "MaxLeaseSeconds"}, {"Ref": "AWS::NoValue"}]}}}}},
         "SampleWorkloadFunction": {"Type": "AWS::Serverless::Function", "Properties": {"Timeout": {"Ref": "WorkloadTimeoutSeconds"}}},
         "CleanupQueue": {"Type": "AWS::SQS::Queue", "Properties": {"DelaySeconds": {"Ref": "CleanupDelaySeconds"}}},
-        "Locked": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "locked.asl.json", "DefinitionSubstitutions": dict(_LEASE_SUBSTITUTIONS)}},
-        "Attached": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "attached.asl.json", "DefinitionSubstitutions": dict(_LEASE_SUBSTITUTIONS)}},
-        "Queued": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "queued.asl.json", "DefinitionSubstitutions": {
-            **_LEASE_SUBSTITUTIONS, "MaxWaitSeconds": {"Fn::If": ["MaxWaitIsZero", 1, {"Ref": "MaxWaitSeconds"}]}}}},
+        "Locked": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "locked.asl.json",
+                                                                           "DefinitionSubstitutions": dict(_SUBSTITUTIONS)}},
+        "Attached": {"Type": "AWS::Serverless::StateMachine", "Properties": {"DefinitionUri": "attached.asl.json", "DefinitionSubstitutions": {
+            "TargetTimeoutSeconds": {"Ref": "TargetTimeoutSeconds"}, "WorkloadMaxRunSeconds": {"Ref": "WorkloadMaxRunSeconds"},
+            "LeaseMarginSeconds": {"Ref": "LeaseMarginSeconds"}}}},
     },
 }
 
@@ -441,79 +451,75 @@ def _set(path: str, value: Any) -> Callable[[dict], None]:
     return change
 
 
-def _asl(attached: str) -> Callable[[str], str]:
-    return lambda uri: attached if uri == "attached.asl.json" else QUEUED_ASL if uri == "queued.asl.json" else GOOD_ASL
+def _asl(locked: str = GOOD_ASL, attached: str = ATTACHED_ASL) -> Callable[[str], str]:
+    return lambda uri: attached if uri == "attached.asl.json" else locked
 
 
 # rule -> [(label, template, definitions)], each of which that rule must reject.
 SELF_TEST_CASES: dict[str, list[tuple[str, dict, Callable[[str], str]]]] = {
     "sample-timeout-derived": [
-        ("sample Timeout a fixed 900 (longer than its Task)", _broken(_set("Resources/SampleWorkloadFunction/Properties/Timeout", 900)), _asl(GOOD_ASL)),
+        ("sample Timeout a fixed 900 (longer than its Task)", _broken(_set("Resources/SampleWorkloadFunction/Properties/Timeout", 900)), _asl()),
+        ("the workload Task bounded by WorkloadMaxRunSeconds, not the sample's Timeout", GOOD_TEMPLATE,
+         _asl(GOOD_ASL.replace('"TimeoutSeconds": ${WorkloadTimeoutSeconds}', '"TimeoutSeconds": ${WorkloadMaxRunSeconds}'))),
+        ("the workload Task without TimeoutSeconds", GOOD_TEMPLATE,
+         _asl(GOOD_ASL.replace('"TimeoutSeconds": ${WorkloadTimeoutSeconds}, ', ''))),
+        ("WorkloadTimeoutSeconds substituted by a fixed 900", _broken(_set("Resources/Locked/Properties/DefinitionSubstitutions/WorkloadTimeoutSeconds", 900)), _asl()),
+        ("WorkloadMaxRunSeconds down to 5 s, below the sample's start-up", _broken(_set("Parameters/WorkloadMaxRunSeconds/MinValue", 5)), _asl()),
     ],
     "workload-timeout-range": [
-        ("WorkloadTimeoutSeconds up to 3600", _broken(_set("Parameters/WorkloadTimeoutSeconds/MaxValue", 3600)), _asl(GOOD_ASL)),
-        ("workload default above the execution default", _broken(_set("Parameters/ExecutionTimeoutSeconds/Default", 120)), _asl(GOOD_ASL)),
+        ("WorkloadTimeoutSeconds up to 3600", _broken(_set("Parameters/WorkloadTimeoutSeconds/MaxValue", 3600)), _asl()),
+        ("WorkloadTimeoutSeconds down to 0", _broken(_set("Parameters/WorkloadTimeoutSeconds/MinValue", 0)), _asl()),
     ],
     "max-run-covers-workload": [
-        ("WorkloadMaxRunSeconds default 300 below a 900 s sample", _broken(_set("Parameters/WorkloadMaxRunSeconds/Default", 300)), _asl(GOOD_ASL)),
-        ("WorkloadMaxRunSeconds capped at 600", _broken(_set("Parameters/WorkloadMaxRunSeconds/MaxValue", 600)), _asl(GOOD_ASL)),
-    ],
-    "lease-formula": [
-        ("attach lease without WorkloadMaxRunSeconds", GOOD_TEMPLATE, _asl(GOOD_ASL.replace(
-            "States.MathAdd(States.MathAdd(${ExecutionTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})",
-            "States.MathAdd(${ExecutionTimeoutSeconds}, ${LeaseMarginSeconds})"))),
-        ("lease term counted twice", GOOD_TEMPLATE, _asl(GOOD_ASL.replace("${LeaseMarginSeconds})", "${ExecutionTimeoutSeconds})"))),
-        ("execution timeout not the lease's", GOOD_TEMPLATE, _asl(GOOD_ASL.replace('"TimeoutSeconds": ${ExecutionTimeoutSeconds}', '"TimeoutSeconds": 99999'))),
-        ("substitution from another parameter", _broken(_set("Resources/Locked/Properties/DefinitionSubstitutions/WorkloadMaxRunSeconds", {"Ref": "WorkloadTimeoutSeconds"})), _asl(GOOD_ASL)),
-    ],
-    "max-lease": [
-        ("ExecutionTimeoutSeconds up to 365 days", _broken(_set("Parameters/ExecutionTimeoutSeconds/MaxValue", 31536000)), _asl(GOOD_ASL)),
+        ("WorkloadMaxRunSeconds default 300 below a 900 s sample", _broken(_set("Parameters/WorkloadMaxRunSeconds/Default", 300)), _asl()),
+        ("WorkloadMaxRunSeconds capped at 600", _broken(_set("Parameters/WorkloadMaxRunSeconds/MaxValue", 600)), _asl()),
     ],
     "lease-cap": [
-        ("no MaxLeaseSeconds parameter", _broken(lambda t: t["Parameters"].pop("MaxLeaseSeconds")), _asl(GOOD_ASL)),
-        ("a pattern that takes 0", _broken(_set("Parameters/MaxLeaseSeconds/AllowedPattern", "^$|^[0-9]{1,8}$")), _asl(GOOD_ASL)),
-        ("a pattern that refuses one year", _broken(_set("Parameters/MaxLeaseSeconds/AllowedPattern", "^$|^[1-9][0-9]{0,6}$")), _asl(GOOD_ASL)),
-        ("no cap at all", _broken(lambda t: t["Resources"]["AcquireLockFunction"]["Properties"].pop("Environment")), _asl(GOOD_ASL)),
-        ("the derived cap without WorkloadMaxRunSeconds", _broken(_set(_CAP, {"Fn::If": [
-            "DeriveMaxLease", {"Fn::Sub": "${ExecutionTimeoutSeconds}+${LeaseMarginSeconds}"}, {"Ref": "MaxLeaseSeconds"}]})), _asl(GOOD_ASL)),
-        ("a fixed cap of 3600", _broken(_set(_CAP, "3600")), _asl(GOOD_ASL)),
+        ("no MaxLeaseSeconds parameter", _broken(lambda t: t["Parameters"].pop("MaxLeaseSeconds")), _asl()),
+        ("a pattern that takes 0", _broken(_set("Parameters/MaxLeaseSeconds/AllowedPattern", "^$|^[0-9]{1,8}$")), _asl()),
+        ("a pattern that refuses one year", _broken(_set("Parameters/MaxLeaseSeconds/AllowedPattern", "^$|^[1-9][0-9]{0,6}$")), _asl()),
+        ("no MAX_LEASE_SECONDS at all (a set cap never arrives)",
+         _broken(lambda t: t["Resources"]["AcquireLockFunction"]["Properties"].pop("Environment")), _asl()),
+        ("the old default: the stack's own lease as the cap (refuses wrap output's longer leases)", _broken(_set(_CAP, {"Fn::If": [
+            "HasMaxLease", {"Ref": "MaxLeaseSeconds"},
+            {"Fn::Sub": "${WorkloadTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"}]})), _asl()),
+        ("a fixed cap of 3600", _broken(_set(_CAP, "3600")), _asl()),
+        ("an empty MAX_LEASE_SECONDS, which acquire-lock refuses to start with", _broken(_set(_CAP, {"Fn::If": [
+            "HasMaxLease", {"Ref": "MaxLeaseSeconds"}, ""]})), _asl()),
         ("the !If's branches swapped", _broken(_set(_CAP, {"Fn::If": [
-            "DeriveMaxLease", {"Ref": "MaxLeaseSeconds"}, {"Fn::Sub": "${ExecutionTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"}]})),
-         _asl(GOOD_ASL)),
-        ("deriving when MaxLeaseSeconds is 0", _broken(_set("Conditions/DeriveMaxLease", {"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, "0"]})), _asl(GOOD_ASL)),
+            "HasMaxLease", {"Ref": "AWS::NoValue"}, {"Ref": "MaxLeaseSeconds"}]})), _asl()),
+        ("capping only when MaxLeaseSeconds is 0", _broken(_set("Conditions/HasMaxLease", {"Fn::Equals": [{"Ref": "MaxLeaseSeconds"}, "0"]})), _asl()),
+        ("a Description that forgets the attach variant's TargetTimeoutSeconds", _broken(_set(
+            "Parameters/MaxLeaseSeconds/Description", _CAP_DESCRIPTION.replace(", TargetTimeoutSeconds", ""))), _asl()),
+        ("a Description that does not point at sfn-lock wrap", _broken(_set(
+            "Parameters/MaxLeaseSeconds/Description", _CAP_DESCRIPTION.replace("`sfn-lock wrap` output's", "other"))), _asl()),
     ],
     "cleanup-delay": [
-        ("delay minimum 10 s, not above the acquire timeout", _broken(_set("Parameters/CleanupDelaySeconds/MinValue", 10)), _asl(GOOD_ASL)),
-        ("delay up to 3600 s, beyond SQS", _broken(_set("Parameters/CleanupDelaySeconds/MaxValue", 3600)), _asl(GOOD_ASL)),
-        ("queue not delayed by CleanupDelaySeconds", _broken(_set("Resources/CleanupQueue/Properties/DelaySeconds", 0)), _asl(GOOD_ASL)),
+        ("delay minimum 10 s, not above the acquire timeout", _broken(_set("Parameters/CleanupDelaySeconds/MinValue", 10)), _asl()),
+        ("delay up to 3600 s, beyond SQS", _broken(_set("Parameters/CleanupDelaySeconds/MaxValue", 3600)), _asl()),
+        ("queue not delayed by CleanupDelaySeconds", _broken(_set("Resources/CleanupQueue/Properties/DelaySeconds", 0)), _asl()),
     ],
     "sweep-grace-covers-late-acquire": [
-        ("grace minimum 15 s, below Init + acquire timeout", _broken(_set("Parameters/WorkloadMaxRunSeconds/MinValue", 15)), _asl(GOOD_ASL)),
-        ("acquire timeout 25 s: Init + 25 s beyond LATE_ACQUIRE_SECONDS", _broken(_set("Resources/AcquireLockFunction/Properties/Timeout", 25)), _asl(GOOD_ASL)),
+        ("grace minimum 15 s, below Init + acquire timeout", _broken(_set("Parameters/WorkloadMaxRunSeconds/MinValue", 15)), _asl()),
+        ("acquire timeout 25 s: Init + 25 s beyond LATE_ACQUIRE_SECONDS", _broken(_set("Resources/AcquireLockFunction/Properties/Timeout", 25)), _asl()),
     ],
     "lock-limit-integers": [
-        ("LockLimit a Number", _broken(_set("Parameters/LockLimit", {"Type": "Number", "Default": 1, "MinValue": 1, "MaxValue": 1000})), _asl(GOOD_ASL)),
-        ("a pattern that takes 1001", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[1-9][0-9]{0,3}$")), _asl(GOOD_ASL)),
-        ("a pattern that takes 2.5", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[0-9.]+$")), _asl(GOOD_ASL)),
-    ],
-    "queue-wait-timeout": [
-        ("TimeoutSeconds !Ref MaxWaitSeconds, whose MinValue is 0",
-         _broken(_set("Resources/Queued/Properties/DefinitionSubstitutions/MaxWaitSeconds", {"Ref": "MaxWaitSeconds"})), _asl(GOOD_ASL)),
-        ("the !If's branches swapped", _broken(_set("Resources/Queued/Properties/DefinitionSubstitutions/MaxWaitSeconds",
-                                                    {"Fn::If": ["MaxWaitIsZero", {"Ref": "MaxWaitSeconds"}, 1]})), _asl(GOOD_ASL)),
-        ("the condition comparing with 1", _broken(_set("Conditions/MaxWaitIsZero", {"Fn::Equals": [{"Ref": "MaxWaitSeconds"}, "1"]})), _asl(GOOD_ASL)),
-        ("a fixed TimeoutSeconds of 60", _broken(_set("Resources/Queued/Properties/DefinitionSubstitutions/MaxWaitSeconds", 60)), _asl(GOOD_ASL)),
+        ("LockLimit a Number", _broken(_set("Parameters/LockLimit", {"Type": "Number", "Default": 1, "MinValue": 1, "MaxValue": 1000})), _asl()),
+        ("a pattern that takes 1001", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[1-9][0-9]{0,3}$")), _asl()),
+        ("a pattern that takes 2.5", _broken(_set("Parameters/LockLimit/AllowedPattern", "^[0-9.]+$")), _asl()),
     ],
     "defaults-in-range": [
         ("CleanupDelaySeconds default 60 below its minimum 120",
-         _broken(lambda t: t["Parameters"]["CleanupDelaySeconds"].update(Default=60, MinValue=120)), _asl(GOOD_ASL)),
+         _broken(lambda t: t["Parameters"]["CleanupDelaySeconds"].update(Default=60, MinValue=120)), _asl()),
+        ("TargetTimeoutSeconds default above its maximum",
+         _broken(lambda t: t["Parameters"]["TargetTimeoutSeconds"].update(Default=31536000)), _asl()),
     ],
 }
 
 
 def self_test() -> int:
     failures = 0
-    good = problems(GOOD_TEMPLATE, _asl(GOOD_ASL))
+    good = problems(GOOD_TEMPLATE, _asl())
     if good:
         failures += 1
         print(f"FAIL rejected the good template: {good}")

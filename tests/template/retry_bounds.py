@@ -7,7 +7,10 @@ parameters, since the e2e suite replaces the pauses with milliseconds.
   by at most one capped pause plus one acquire call. Without a cap, BackoffRate 2
   over its near-unlimited attempts would overshoot by hours.
 - Every other retrier rides out a transient error: its pauses, each capped,
-  added up over MaxAttempts, stay under TRANSIENT_BUDGET_SECONDS.
+  added up over MaxAttempts, stay under TRANSIENT_BUDGET_SECONDS. So does the
+  attach variant's Stop Target Execution, which retries States.ALL: the child
+  runs on while it retries, so its pauses also count against LeaseMarginSeconds
+  (timing_relations.py, margin-covers-retries).
 - JitterStrategy FULL on the contention retrier, so waiters do not retry in step.
 
 Reads statemachine/*.asl.json and the recipe in README.md.
@@ -82,9 +85,9 @@ def self_test() -> int:
     good = definitions()
     failures = 0
 
-    def broken(change) -> dict[str, dict]:
+    def broken(change, file: str = "locked-workflow.asl.json") -> dict[str, dict]:
         copied = copy.deepcopy(good)
-        change(copied["locked-workflow.asl.json"]["States"])
+        change(copied[file]["States"])
         return copied
 
     cases = {
@@ -98,6 +101,15 @@ def self_test() -> int:
     if problems(good):
         failures += 1
         print(f"FAIL rejected the shipped definitions: {problems(good)}")
+    attach_cases = {
+        "the child's stop retried 2000 times": lambda s: s["Stop Target Execution"]["Retry"][0].update(MaxAttempts=2000),
+        "the child's stop retried without a cap": lambda s: (s["Stop Target Execution"]["Retry"][0].pop("MaxDelaySeconds"),
+                                                           s["Stop Target Execution"]["Retry"][0].update(MaxAttempts=10)),
+    }
+    for name, change in attach_cases.items():
+        found = problems(broken(change, "attach-existing.asl.json"))
+        print(f"{'ok  ' if found else 'FAIL'} retry-bounds rejects {name}: {found[:1]}")
+        failures += not found
     for name, change in cases.items():
         found = problems(broken(change))
         print(f"{'ok  ' if found else 'FAIL'} retry-bounds rejects {name}: {found[:1]}")

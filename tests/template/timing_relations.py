@@ -1,0 +1,803 @@
+#!/usr/bin/env python3
+"""The timing relations of the stack's state machines, proven from template.yaml's
+parameters and the definitions themselves, deploying nothing (issue 21).
+
+The definitions have no execution timeout: each state is bounded instead (the
+wait by MaxWaitSeconds, the workload by its Task's TimeoutSeconds, the held path
+by its Wait), and the lease is the sum of those bounds. This check reads each
+AWS::Serverless::StateMachine's definition (its DefinitionUri) and its
+DefinitionSubstitutions, and evaluates the numbers for every combination of the
+values the template accepts for the parameters they use (MinValue, MinValue + 1,
+Default, MaxValue - 1, MaxValue of each, and each branch of a !If on them):
+
+no-execution-timeout   no definition has a top-level TimeoutSeconds (or ...Path), and
+                       no state but the workload Task and the queued acquire has a
+                       TimeoutSeconds or HeartbeatSeconds: nothing can end an
+                       execution before its wait's bound plus its workload's. So a wait
+                       that runs out ends in LockWaitTimeout, and an execution
+                       admitted at the last moment of its wait still gets its
+                       workload's whole time (the attach child its whole
+                       TargetTimeoutSeconds, counted from its start). With a top-level
+                       TimeoutSeconds, the accepted values that let it fire first are
+                       shown.
+wait-bound             an acquire that waits by polling (it retries LockUnavailable)
+                       sends maxWaitSeconds = ${MaxWaitSeconds} (MaxWaitSeconds itself
+                       at every accepted value) and waitStartedAt.$ =
+                       $$.Execution.StartTime, so that acquire-lock ends the wait with
+                       LockWaitTimeout; no acquire retries LockWaitTimeout (or
+                       States.ALL, or, queued, States.Timeout), which would start the
+                       wait afresh.
+queue-wait-timeout     an acquire that waits in the queue (a .waitForTaskToken
+                       callback, which makes no further call) has "TimeoutSeconds":
+                       ${MaxWaitSeconds}, positive at every accepted value (ASL
+                       requires it) and MaxWaitSeconds itself wherever that is.
+workload-bound         the workload (the state after the acquire: a Parallel whose
+                       branch holds one Task, or a Task) is bounded by that Task's
+                       TimeoutSeconds, a placeholder, positive at every accepted value.
+held-path              exactly one Wait state, the held path, whose Seconds is a
+                       placeholder; every Catch of the workload state leads to it
+                       before any release (but catchers of errors that prove no child
+                       was started: StepFunctions.ExecutionLimitExceeded, and the stop's
+                       Sfn.ExecutionDoesNotExistException); and in a Parallel, the
+                       first catcher of the Task for each error after which it may
+                       still run (States.Timeout, States.HeartbeatTimeout, the Lambda
+                       service errors) ends the branch with a marker that the Choice
+                       after the Parallel routes to the held path too.
+lease-is-bound-sum     every acquire passes leaseSeconds.$ (never a fixed leaseSeconds
+                       or none: DefaultLeaseSeconds), and it is exactly the workload
+                       Task's TimeoutSeconds placeholder + the held Wait's Seconds
+                       placeholder + ${LeaseMarginSeconds}, as read from that same
+                       definition.
+lease-within-contract  every lease, at every accepted value, is within 1..31536000
+                       (MAX_LEASE_SECONDS of crates/sfn-lock/src/model.rs).
+margin-covers-retries  LeaseMarginSeconds' smallest accepted value covers the retry
+                       pauses between the grant and the held path (the workload
+                       state's and its Task's retriers, and those of the states
+                       between its catchers and the held Wait, such as the attach
+                       variant's stop of the child, each at its longest, jitter
+                       aside) plus Lambda's Init (a workload invocation may start that
+                       late): so the lease outlasts the longest the lock can be
+                       needed, and by at most LeaseMarginSeconds.
+stop-target            a stopExecution Task (the attach variant's Stop Target
+                       Execution) names the child the sync Task started: its
+                       ExecutionArn.$ is States.Format('${Prefix}{}-{}', ...) with the
+                       Name.$ arguments of the startExecution Task, and ${Prefix} is
+                       the target's execution ARN up to the name, built from the same
+                       TargetStateMachineArn as the start, and exactly the prefix of the
+                       role's states:StopExecution Resource (the aws-sdk integration
+                       needs that action on the child's ARN, nothing more).
+
+What parameter_orderings.py proves is not repeated here: the sample function's
+Timeout is WorkloadTimeoutSeconds, its Task's bound, and WorkloadMaxRunSeconds'
+minimum covers its start-up after a timeout (sample-timeout-derived); MaxLeaseSeconds
+(lease-cap).
+
+Usage: timing_relations.py template.yaml | timing_relations.py --self-test
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from cfn_template import TemplateError, condition_values, intrinsic, load  # noqa: E402
+from parameter_orderings import ACQUIRE_MAX_LEASE_SECONDS, LAMBDA_INIT_SECONDS, all_states, lease_terms, parse_definition  # noqa: E402
+from retry_bounds import total_pauses  # noqa: E402
+
+MARGIN = "LeaseMarginSeconds"
+WAIT = "MaxWaitSeconds"
+BOUND_KEYS = ("TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath")
+# Errors after which a Task's invocation may still run (the Step Functions guide,
+# "Handle Lambda service exceptions"; a timeout ends the state, not the work).
+MAY_RUN_ERRORS = ("States.Timeout", "States.HeartbeatTimeout", "Lambda.ClientExecutionTimeoutException",
+                  "Lambda.SdkClientException", "Lambda.ServiceException", "Lambda.AWSLambdaException")
+# Errors that prove no child execution exists: the start was refused, or the stop found none.
+NO_CHILD_ERRORS = {"StepFunctions.ExecutionLimitExceeded", "StepFunctions.ExecutionLimitExceededException",
+                   "Sfn.ExecutionDoesNotExistException"}
+STOP_RESOURCE = "arn:${Partition}:states:::aws-sdk:sfn:stopExecution"
+_PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+
+def placeholder(value: Any) -> str | None:
+    match = _PLACEHOLDER.fullmatch(value) if isinstance(value, str) else None
+    return match.group(1) if match else None
+
+
+@dataclass
+class Machine:
+    name: str
+    uri: str
+    definition: dict
+    substitutions: dict
+    properties: dict
+
+    @property
+    def states(self) -> dict:
+        return self.definition.get("States", {}) or {}
+
+    def acquire(self) -> tuple[str, dict]:
+        name = self.definition.get("StartAt")
+        return name, self.states.get(name, {}) or {}
+
+    def workload(self) -> tuple[str | None, dict, str | None, dict]:
+        """(workload state, it, the Task that bounds it, that Task): the state after the
+        acquire, and the one Task of its branch if it is a Parallel."""
+        name = self.acquire()[1].get("Next")
+        state = self.states.get(name, {}) or {}
+        if state.get("Type") == "Task":
+            return name, state, name, state
+        if state.get("Type") == "Parallel":
+            tasks = {n: s for branch in state.get("Branches", []) or []
+                     for n, s in all_states(branch.get("States", {})).items() if s.get("Type") == "Task"}
+            if len(tasks) == 1:
+                (task_name, task), = tasks.items()
+                return name, state, task_name, task
+        return name, state, None, {}
+
+    def held_waits(self) -> dict[str, dict]:
+        return {n: s for n, s in all_states(self.states).items() if s.get("Type") == "Wait"}
+
+
+def machines(template: dict, read: Callable[[str], str]) -> tuple[list[Machine], list[str]]:
+    found, problems = [], []
+    for name, resource in (template.get("Resources", {}) or {}).items():
+        if resource.get("Type") not in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
+            continue
+        properties = resource.get("Properties", {}) or {}
+        uri = properties.get("DefinitionUri")
+        try:
+            definition = parse_definition(read(uri))
+        except (OSError, TypeError, ValueError) as error:
+            problems.append(f"{name}: cannot read its definition {uri!r}: {error}")
+            continue
+        found.append(Machine(name, str(uri), definition, properties.get("DefinitionSubstitutions", {}) or {}, properties))
+    if not found and not problems:
+        problems.append("no state machine to check")
+    return found, problems
+
+
+# -- the values the template accepts ------------------------------------------------------
+def _parameters_in(template: dict, expression: Any, seen: set[str] | None = None) -> set[str]:
+    """The parameters an expression depends on: its Refs, and those of its !If conditions."""
+    seen = set() if seen is None else seen
+    found: set[str] = set()
+    parameters = template.get("Parameters", {}) or {}
+    conditions = template.get("Conditions", {}) or {}
+    if isinstance(expression, dict):
+        fn = intrinsic(expression)
+        if fn and fn[0] == "Ref" and fn[1] in parameters:
+            found.add(fn[1])
+        if fn and fn[0] in ("Fn::If", "Condition"):
+            condition = fn[1][0] if fn[0] == "Fn::If" else fn[1]
+            if condition not in seen:
+                seen.add(condition)
+                found |= _parameters_in(template, conditions.get(condition), seen)
+        for item in expression.values():
+            found |= _parameters_in(template, item, seen)
+    elif isinstance(expression, list):
+        for item in expression:
+            found |= _parameters_in(template, item, seen)
+    return found
+
+
+def accepted_values(template: dict, name: str) -> list[int] | str:
+    """The values of a Number parameter to try, or why it has none to try."""
+    spec = (template.get("Parameters", {}) or {}).get(name, {}) or {}
+    if spec.get("Type") != "Number":
+        return f"{name} is a {spec.get('Type')}, not a Number with a range"
+    try:
+        low, default, high = (int(float(spec[key])) for key in ("MinValue", "Default", "MaxValue"))
+    except (KeyError, TypeError, ValueError):
+        return f"{name} has no MinValue, Default and MaxValue: it accepts any number"
+    return sorted({value for value in (low, low + 1, default, high - 1, high) if low <= value <= high})
+
+
+def sweep(template: dict, machine: Machine, names: list[str]) -> Iterator[dict[str, int] | str]:
+    """Every combination of accepted values of the parameters these placeholders use
+    (a message instead, once, for a parameter without a range)."""
+    parameters = sorted(set().union(*(_parameters_in(template, machine.substitutions.get(n)) for n in names)))
+    choices = []
+    for parameter in parameters:
+        values = accepted_values(template, parameter)
+        if isinstance(values, str):
+            yield f"{machine.name}: {values}"
+            return
+        choices.append(values)
+    for combination in itertools.product(*choices):
+        yield dict(zip(parameters, combination))
+
+
+def evaluate(template: dict, expression: Any, values: dict[str, int]) -> float | None:
+    """The number a substitution takes with these parameter values (None: not a number)."""
+    if isinstance(expression, bool):
+        return None
+    if isinstance(expression, (int, float)):
+        return float(expression)
+    if isinstance(expression, str):
+        try:
+            return float(expression)
+        except ValueError:
+            return None
+    fn = intrinsic(expression)
+    if fn and fn[0] == "Ref":
+        if fn[1] in values:
+            return float(values[fn[1]])
+        default = ((template.get("Parameters", {}) or {}).get(fn[1], {}) or {}).get("Default")
+        return evaluate(template, default, values) if default is not None else None
+    if fn and fn[0] == "Fn::If":
+        decided = condition_values(template, {name: str(value) for name, value in values.items()})
+        if fn[1][0] not in decided:
+            return None
+        return evaluate(template, fn[1][1] if decided[fn[1][0]] else fn[1][2], values)
+    return None
+
+
+def _show(values: dict[str, int]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in values.items()) or "the defaults"
+
+
+# -- paths through a definition ------------------------------------------------------------
+def _is_release(state: dict) -> bool:
+    return state.get("Type") == "Task" and (state.get("Parameters", {}) or {}).get("FunctionName") == "${ReleaseLockFunctionArn}"
+
+
+def _successors(state: dict) -> list[str]:
+    found = [state.get("Next"), state.get("Default")]
+    found += [rule.get("Next") for rule in state.get("Choices", []) or []]
+    found += [catcher.get("Next") for catcher in state.get("Catch", []) or []
+              if not set(catcher.get("ErrorEquals", [])) <= NO_CHILD_ERRORS]
+    return [name for name in found if name]
+
+
+def releases_before(states: dict, start: str, hold: str) -> list[str] | None:
+    """A path from `start` that reaches a release before the state `hold` (None if every
+    path holds first, or ends without a release)."""
+    seen: set[str] = set()
+
+    def walk(name: str, path: list[str]) -> list[str] | None:
+        if name == hold or name in seen:
+            return None
+        seen.add(name)
+        state = states.get(name, {}) or {}
+        if _is_release(state):
+            return path + [name]
+        for following in _successors(state):
+            found = walk(following, path + [name])
+            if found:
+                return found
+        return None
+
+    return walk(start, [])
+
+
+def states_before(states: dict, start: str, hold: str) -> set[str]:
+    """The states on paths from `start` up to (not including) `hold`, or a release."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        name = stack.pop()
+        if name == hold or name in seen or name not in states or _is_release(states[name]):
+            continue
+        seen.add(name)
+        stack += _successors(states[name])
+    return seen
+
+
+# -- the rules ----------------------------------------------------------------------------
+def no_execution_timeout(template: dict, machine: Machine) -> list[str]:
+    found = []
+    definition = machine.definition
+    for key in ("TimeoutSeconds", "TimeoutSecondsPath"):
+        if key in definition:
+            found.append(f"{machine.name}: {machine.uri} has a top-level {key} {definition[key]!r}: it can end an "
+                         "execution while it waits or while its workload runs, before LockWaitTimeout or the "
+                         "workload's own bound")
+    timeout = placeholder(definition.get("TimeoutSeconds"))
+    _, acquire = machine.acquire()
+    wait = placeholder(acquire.get("TimeoutSeconds")) or placeholder((acquire.get("Parameters", {}) or {}).get("Payload", {}).get("maxWaitSeconds"))
+    bound = placeholder(machine.workload()[3].get("TimeoutSeconds"))
+    if timeout and bound:
+        worst = None
+        names = [n for n in (timeout, wait, bound) if n]
+        for values in sweep(template, machine, names):
+            if isinstance(values, str):
+                break
+            numbers = [evaluate(template, machine.substitutions.get(n), values) for n in (timeout, wait, bound) if n]
+            if None in numbers:
+                continue
+            short = numbers[0] - sum(numbers[1:])
+            if worst is None or short < worst[0]:
+                worst = (short, values, numbers)
+        if worst and worst[0] < 0:
+            short, values, numbers = worst
+            found.append(f"{machine.name}: with {_show(values)} the execution times out after {numbers[0]:.0f} s, "
+                         f"before a wait of {sum(numbers[1:-1]):.0f} s and the workload's {numbers[-1]:.0f} s "
+                         f"({-short:.0f} s short)")
+    task_name = machine.workload()[2]
+    acquire_name = machine.acquire()[0]
+    for name, state in all_states(machine.states).items():
+        for key in BOUND_KEYS:
+            if key not in state:
+                continue
+            if key == "TimeoutSeconds" and name == task_name:
+                continue  # the workload's bound (workload-bound)
+            if key == "TimeoutSeconds" and name == acquire_name and state[key] == f"${{{WAIT}}}":
+                continue  # the wait in the queue (queue-wait-timeout)
+            found.append(f"{machine.name}: {name} has {key} {state[key]!r}, a bound the timing relations do not "
+                         "account for: it may end the wait or the workload early")
+    return found
+
+
+def wait_bound(template: dict, machine: Machine) -> list[str]:
+    found = []
+    name, acquire = machine.acquire()
+    payload = (acquire.get("Parameters", {}) or {}).get("Payload", {}) or {}
+    retriers = acquire.get("Retry", []) or []
+    queued = str(acquire.get("Resource", "")).endswith(".waitForTaskToken")
+    restarting = {"LockWaitTimeout", "States.ALL"} | ({"States.Timeout"} if queued else set())
+    for retrier in retriers:
+        if restarting & set(retrier.get("ErrorEquals", [])):
+            found.append(f"{machine.name}: {name} retries {sorted(restarting & set(retrier['ErrorEquals']))}: "
+                         "a wait that ran out would start again instead of ending in LockWaitTimeout")
+    polls = any("LockUnavailable" in retrier.get("ErrorEquals", []) for retrier in retriers)
+    if polls:
+        if payload.get("maxWaitSeconds") != f"${{{WAIT}}}":
+            found.append(f"{machine.name}: {name} waits (it retries LockUnavailable) but sends maxWaitSeconds "
+                         f"{payload.get('maxWaitSeconds')!r}, not ${{{WAIT}}}: nothing ends the wait with LockWaitTimeout")
+        if payload.get("waitStartedAt.$") != "$$.Execution.StartTime":
+            found.append(f"{machine.name}: {name} sends waitStartedAt.$ {payload.get('waitStartedAt.$')!r}, not "
+                         "$$.Execution.StartTime: the wait's bound would not count from the start")
+        for values in ([] if queued else sweep(template, machine, [WAIT])):  # queued: queue-wait-timeout
+            if isinstance(values, str):
+                found.append(values)
+                break
+            given = evaluate(template, machine.substitutions.get(WAIT), values)
+            if given is None or given != values.get(WAIT):
+                found.append(f"{machine.name}: with {_show(values)} the wait's bound is {given}, not MaxWaitSeconds")
+                break
+    return found
+
+
+def queue_wait_timeout(template: dict, machine: Machine) -> list[str]:
+    found = []
+    name, acquire = machine.acquire()
+    if not str(acquire.get("Resource", "")).endswith(".waitForTaskToken"):
+        return []
+    if acquire.get("TimeoutSeconds") != f"${{{WAIT}}}":
+        return [f"{machine.name}: {name} waits in the queue, but its TimeoutSeconds is {acquire.get('TimeoutSeconds')!r}, "
+                f"not ${{{WAIT}}}: nothing else ends that wait"]
+    for values in sweep(template, machine, [WAIT]):
+        if isinstance(values, str):
+            return found + [values]
+        timeout = evaluate(template, machine.substitutions.get(WAIT), values)
+        if timeout is None:
+            return found + [f"{machine.name}: cannot tell the acquire Task's TimeoutSeconds with {_show(values)}"]
+        if timeout < 1:
+            found.append(f"{machine.name}: with {_show(values)} the acquire Task's TimeoutSeconds is {timeout:g}, "
+                         "not positive: CreateStateMachine refuses the definition")
+        elif values.get(WAIT, 0) >= 1 and timeout != values.get(WAIT):
+            found.append(f"{machine.name}: with {_show(values)} the acquire Task's TimeoutSeconds is {timeout:g}: "
+                         "the wait in the queue is not MaxWaitSeconds")
+    return found
+
+
+def workload_bound(template: dict, machine: Machine) -> list[str]:
+    name, state, task_name, task = machine.workload()
+    if task_name is None:
+        return [f"{machine.name}: the state after the acquire, {name!r} ({state.get('Type')}), is neither a Task nor a "
+                "Parallel whose branch holds one Task: cannot tell its bound"]
+    bound = placeholder(task.get("TimeoutSeconds"))
+    if bound is None:
+        return [f"{machine.name}: {task_name}'s TimeoutSeconds is {task.get('TimeoutSeconds')!r}, not a placeholder: "
+                "the workload is unbounded, or its bound is not one the lease can add"]
+    for values in sweep(template, machine, [bound]):
+        if isinstance(values, str):
+            return [values]
+        seconds = evaluate(template, machine.substitutions.get(bound), values)
+        if seconds is None or seconds < 1:
+            return [f"{machine.name}: with {_show(values)} {task_name}'s TimeoutSeconds is {seconds}, not positive"]
+    return []
+
+
+def held_path(template: dict, machine: Machine) -> list[str]:
+    found = []
+    waits = machine.held_waits()
+    if len(waits) != 1:
+        return [f"{machine.name}: {len(waits)} Wait states ({sorted(waits)}), not one held path"]
+    (hold, wait), = waits.items()
+    if placeholder(wait.get("Seconds")) is None:
+        found.append(f"{machine.name}: {hold}'s Seconds is {wait.get('Seconds')!r}, not a placeholder")
+    name, state, task_name, task = machine.workload()
+    catchers = state.get("Catch", []) or []
+    if not any("States.ALL" in catcher.get("ErrorEquals", []) for catcher in catchers):
+        found.append(f"{machine.name}: {name} catches no States.ALL: an error out of the workload fails the execution "
+                     "without holding and releasing the lock")
+    for catcher in catchers:
+        if set(catcher.get("ErrorEquals", [])) <= NO_CHILD_ERRORS:
+            continue
+        leak = releases_before(machine.states, catcher.get("Next"), hold)
+        if leak:
+            found.append(f"{machine.name}: {name}'s Catch on {catcher.get('ErrorEquals')} releases without holding "
+                         f"the lock in {hold}: {' -> '.join(leak)}")
+    if state.get("Type") == "Parallel" and task_name:
+        branch = {n: s for b in state.get("Branches", []) or [] for n, s in all_states(b.get("States", {})).items()}
+        choice = machine.states.get(state.get("Next"), {}) or {}
+        for error in MAY_RUN_ERRORS:
+            catcher = next((c for c in task.get("Catch", []) or []
+                            if error in c.get("ErrorEquals", []) or "States.ALL" in c.get("ErrorEquals", [])), None)
+            if catcher is None:
+                continue  # it leaves the branch: the Parallel's own Catch, above
+            marker_state = branch.get(catcher.get("Next"), {}) or {}
+            keys = list((marker_state.get("Parameters", {}) or {}))
+            if marker_state.get("Type") != "Pass" or marker_state.get("End") is not True or len(keys) != 1:
+                found.append(f"{machine.name}: {task_name} catches {error} into {catcher.get('Next')!r}, not a Pass that "
+                             "ends the branch with one marker: cannot follow it to the held path")
+                continue
+            marker = "$." + keys[0].removesuffix(".$")
+            rule = next((r for r in choice.get("Choices", []) or [] if r.get("Variable") == marker), None)
+            target = rule.get("Next") if rule and rule.get("IsPresent") is True else choice.get("Default")
+            leak = releases_before(machine.states, target, hold) if target else None
+            if not rule or leak:
+                found.append(f"{machine.name}: after {error} (the invocation may still run) {task_name}'s marker {marker} "
+                             f"is released without holding the lock in {hold}: {' -> '.join(leak or [str(target)])}")
+    return found
+
+
+def lease_is_bound_sum(template: dict, machine: Machine) -> list[str]:
+    found = []
+    bound = placeholder(machine.workload()[3].get("TimeoutSeconds"))
+    waits = machine.held_waits()
+    held = placeholder(next(iter(waits.values())).get("Seconds")) if len(waits) == 1 else None
+    if bound is None or held is None:
+        return [f"{machine.name}: no workload bound or no held path to build the lease from (workload-bound, held-path)"]
+    expected = sorted([bound, held, MARGIN])
+    acquires = {n: s for n, s in all_states(machine.states).items()
+                if (s.get("Parameters", {}) or {}).get("FunctionName") == "${AcquireLockFunctionArn}"}
+    if not acquires:
+        found.append(f"{machine.name}: no acquire (a Task invoking ${{AcquireLockFunctionArn}})")
+    for name, state in acquires.items():
+        payload = (state.get("Parameters", {}) or {}).get("Payload", {}) or {}
+        if "leaseSeconds.$" not in payload:
+            found.append(f"{machine.name}: {name} passes leaseSeconds {payload.get('leaseSeconds')!r}, not the lease "
+                         "expression leaseSeconds.$: its lease follows no bound of this definition")
+            continue
+        try:
+            terms = lease_terms(payload["leaseSeconds.$"])
+        except ValueError as error:
+            found.append(f"{machine.name}: {name}: {error}")
+            continue
+        if sorted(terms) != expected:
+            found.append(f"{machine.name}: {name}'s lease {payload['leaseSeconds.$']!r} adds {' + '.join(terms)}, not "
+                         f"the workload's bound ${{{bound}}} ({machine.workload()[2]}'s TimeoutSeconds) + the held "
+                         f"path ${{{held}}} + ${{{MARGIN}}}")
+    return found
+
+
+def _lease_expressions(machine: Machine) -> list[list[str]]:
+    found = []
+    for state in all_states(machine.states).values():
+        expression = (((state.get("Parameters", {}) or {}).get("Payload", {}) or {}).get("leaseSeconds.$"))
+        if isinstance(expression, str):
+            try:
+                found.append(lease_terms(expression))
+            except ValueError:
+                continue  # lease-is-bound-sum
+    return found
+
+
+def lease_within_contract(template: dict, machine: Machine) -> list[str]:
+    found = []
+    for terms in _lease_expressions(machine):
+        names = [term for term in terms if not re.fullmatch(r"-?\d+", term)]
+        lowest = highest = None
+        for values in sweep(template, machine, names):
+            if isinstance(values, str):
+                return [values]
+            numbers = [evaluate(template, machine.substitutions.get(t), values) if t in names else float(t) for t in terms]
+            if None in numbers:
+                return [f"{machine.name}: cannot tell the lease {' + '.join(terms)} with {_show(values)}"]
+            lease = sum(numbers)
+            if lowest is None or lease < lowest[0]:
+                lowest = (lease, values)
+            if highest is None or lease > highest[0]:
+                highest = (lease, values)
+        if lowest and lowest[0] < 1:
+            found.append(f"{machine.name}: with {_show(lowest[1])} the lease is {lowest[0]:.0f} s, below 1")
+        if highest and highest[0] > ACQUIRE_MAX_LEASE_SECONDS:
+            found.append(f"{machine.name}: with {_show(highest[1])} the lease is {highest[0]:.0f} s, above the "
+                         f"{ACQUIRE_MAX_LEASE_SECONDS} s acquire-lock accepts: every acquire would be refused")
+    return found
+
+
+def margin_covers_retries(template: dict, machine: Machine) -> list[str]:
+    name, state, task_name, task = machine.workload()
+    waits = machine.held_waits()
+    if task_name is None or len(waits) != 1:
+        return []  # workload-bound and held-path say why
+    hold = next(iter(waits))
+    on_path = {name, task_name}
+    for catcher in state.get("Catch", []) or []:
+        if not set(catcher.get("ErrorEquals", [])) <= NO_CHILD_ERRORS:
+            on_path |= states_before(machine.states, catcher.get("Next"), hold)
+    every = all_states(machine.states)
+    pauses = {n: sum(total_pauses(r) for r in every[n].get("Retry", []) or []) for n in sorted(on_path) if n in every}
+    needed = sum(pauses.values()) + LAMBDA_INIT_SECONDS
+    lowest = None
+    for values in sweep(template, machine, [MARGIN]):
+        if isinstance(values, str):
+            return [values]
+        margin = evaluate(template, machine.substitutions.get(MARGIN), values)
+        if margin is not None and (lowest is None or margin < lowest[0]):
+            lowest = (margin, values)
+    if lowest is None:
+        return [f"{machine.name}: cannot tell LeaseMarginSeconds' smallest value"]
+    if lowest[0] < needed:
+        spent = ", ".join(f"{n} {p:.0f} s" for n, p in pauses.items() if p)
+        return [f"{machine.name}: LeaseMarginSeconds may be {lowest[0]:.0f} s, less than the {needed:.0f} s between the "
+                f"grant and the held path beyond the bounds (retry pauses: {spent or 'none'}; Lambda Init "
+                f"{LAMBDA_INIT_SECONDS} s): the lease may end while the work still runs"]
+    return []
+
+
+_FORMAT = re.compile(r"States\.Format\('(?P<prefix>[^']*)\{\}-\{\}',\s*(?P<args>.*)\)")
+
+
+def _policy_statements(properties: dict) -> list[dict]:
+    statements = []
+    for policy in properties.get("Policies", []) or []:
+        if isinstance(policy, dict):
+            statements += policy.get("Statement", []) or []
+    return statements
+
+
+def stop_target(template: dict, machine: Machine) -> list[str]:
+    found = []
+    every = all_states(machine.states)
+    stops = {n: s for n, s in every.items() if s.get("Resource") == STOP_RESOURCE}
+    if not stops:
+        return []
+    starts = {n: s for n, s in every.items() if ":states:::states:startExecution" in str(s.get("Resource", ""))}
+    if len(starts) != 1:
+        return [f"{machine.name}: stops a child, but starts {len(starts)} (not one) with startExecution"]
+    (start_name, start), = starts.items()
+    start_parameters = start.get("Parameters", {}) or {}
+    name_format = _FORMAT.fullmatch(str(start_parameters.get("Name.$", "")))
+    target = machine.substitutions.get(placeholder(start_parameters.get("StateMachineArn")) or "")
+    for stop_name, stop in stops.items():
+        arn_format = _FORMAT.fullmatch(str((stop.get("Parameters", {}) or {}).get("ExecutionArn.$", "")))
+        prefix = placeholder(arn_format.group("prefix")) if arn_format else None
+        if not (arn_format and name_format and name_format.group("prefix") == "" and prefix
+                and arn_format.group("args") == name_format.group("args")):
+            found.append(f"{machine.name}: {stop_name}'s ExecutionArn.$ is not States.Format('${{Prefix}}{{}}-{{}}', ...) "
+                         f"with the arguments of {start_name}'s Name.$: it does not stop the child it started")
+            continue
+        built = machine.substitutions.get(prefix)
+        sub = built.get("Fn::Sub") if isinstance(built, dict) else None
+        text, variables = (sub if isinstance(sub, list) and len(sub) == 2 else (sub, {})) if sub else (None, {})
+        wanted = "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:"
+        name_variable = re.fullmatch(re.escape(wanted) + r"\$\{(\w+)\}:", str(text or ""))
+        source = (variables or {}).get(name_variable.group(1)) if name_variable else None
+        if not (name_variable and isinstance(target, dict) and source == {"Fn::Select": [6, {"Fn::Split": [":", target]}]}):
+            found.append(f"{machine.name}: ${{{prefix}}} is {built!r}, not {wanted}<the name of {target!r}>:, "
+                         f"{stop_name} would stop another state machine's execution, or none")
+            continue
+        granted = [s for s in _policy_statements(machine.properties)
+                   if s.get("Effect") == "Allow" and "states:StopExecution" in (
+                       s.get("Action") if isinstance(s.get("Action"), list) else [s.get("Action")])]
+        if not any(s.get("Resource") == {"Fn::Sub": [text + "*", variables]} for s in granted):
+            found.append(f"{machine.name}: no statement grants states:StopExecution on {text}* (with {variables!r}): "
+                         f"{stop_name} (aws-sdk:sfn:stopExecution) is refused, and the child runs on")
+    return found
+
+
+RULES: dict[str, Callable[[dict, Machine], list[str]]] = {
+    "no-execution-timeout": no_execution_timeout,
+    "wait-bound": wait_bound,
+    "queue-wait-timeout": queue_wait_timeout,
+    "workload-bound": workload_bound,
+    "held-path": held_path,
+    "lease-is-bound-sum": lease_is_bound_sum,
+    "lease-within-contract": lease_within_contract,
+    "margin-covers-retries": margin_covers_retries,
+    "stop-target": stop_target,
+}
+
+
+def problems(template: dict, read: Callable[[str], str]) -> list[tuple[str, str]]:
+    found, unreadable = machines(template, read)
+    result = [("definitions", message) for message in unreadable]
+    for rule, check in RULES.items():
+        for machine in found:
+            result += [(rule, message) for message in check(template, machine)]
+    return result
+
+
+# -- self-test: mutated copies of the shipped template and definitions --------------------------
+def _shipped() -> tuple[dict, dict[str, str]]:
+    template = load(ROOT / "template.yaml")
+    texts = {}
+    for resource in template["Resources"].values():
+        uri = (resource.get("Properties", {}) or {}).get("DefinitionUri")
+        if resource.get("Type") == "AWS::Serverless::StateMachine":
+            texts[uri] = (ROOT / uri).read_text()
+    return template, texts
+
+
+LOCKED = "statemachine/locked-workflow.asl.json"
+QUEUED = "statemachine/queued-workflow.asl.json"
+SKIP = "statemachine/skip-if-running.asl.json"
+ATTACH = "statemachine/attach-existing.asl.json"
+
+
+def _text(file: str, find: str, replace: str) -> Callable[[dict, dict], None]:
+    def change(template: dict, texts: dict) -> None:
+        if texts[file].count(find) != 1:
+            raise AssertionError(f"self-test: {find!r} is not in {file} exactly once")
+        texts[file] = texts[file].replace(find, replace)
+    return change
+
+
+def _template(change: Callable[[dict], None]) -> Callable[[dict, dict], None]:
+    return lambda template, texts: change(template)
+
+
+def _substitution(machine: str, key: str, value: Any) -> Callable[[dict, dict], None]:
+    return _template(lambda t: t["Resources"][machine]["Properties"]["DefinitionSubstitutions"].__setitem__(key, value))
+
+
+_LEASE = "States.MathAdd(States.MathAdd(${WorkloadTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"
+_ATTACH_LEASE = "States.MathAdd(States.MathAdd(${TargetTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"
+_PARALLEL_CATCH = '"ErrorEquals": ["States.ALL"],\n          "Next": "Wait For Workload To Stop"'
+_STOP_STATEMENT = ("Resources", "AttachedWorkflowStateMachine", "Properties", "Policies", 0, "Statement")
+
+
+def _stop_grant(template: dict) -> dict:
+    node: Any = template
+    for key in _STOP_STATEMENT:
+        node = node[key]
+    return next(s for s in node if "states:StopExecution" in s.get("Action", []))
+
+
+# rule -> [(label, change)], each of which that rule must reject.
+SELF_TEST_CASES: dict[str, list[tuple[str, Callable[[dict, dict], None]]]] = {
+    "no-execution-timeout": [
+        ("a top-level TimeoutSeconds put back (the old ${ExecutionTimeoutSeconds}, here 3600)",
+         _text(LOCKED, '  "StartAt": "Acquire Lock",', '  "TimeoutSeconds": 3600,\n  "StartAt": "Acquire Lock",')),
+        ("a top-level TimeoutSeconds of TargetTimeoutSeconds in the attach variant (a wait cuts the child short)",
+         _text(ATTACH, '  "StartAt": "Acquire Lock",', '  "TimeoutSeconds": ${TargetTimeoutSeconds},\n  "StartAt": "Acquire Lock",')),
+        ("a HeartbeatSeconds on the polling acquire",
+         _text(LOCKED, '"ResultPath": ${LockResultPath},', '"ResultPath": ${LockResultPath},\n      "HeartbeatSeconds": 60,')),
+    ],
+    "wait-bound": [
+        ("the polling acquire without maxWaitSeconds",
+         _text(LOCKED, ',\n          "maxWaitSeconds": ${MaxWaitSeconds}', "")),
+        ("the wait counted from the acquire's own start",
+         _text(LOCKED, '"waitStartedAt.$": "$$.Execution.StartTime"',
+               '"waitStartedAt.$": "$$.State.EnteredTime"')),
+        ("LockWaitTimeout retried", _text(LOCKED, '"ErrorEquals": ["LockUnavailable"],',
+                                          '"ErrorEquals": ["LockUnavailable", "LockWaitTimeout"],')),
+        ("maxWaitSeconds a fixed 60 s", _substitution("LockedWorkflowStateMachine", "MaxWaitSeconds", 60)),
+    ],
+    "queue-wait-timeout": [
+        ("TimeoutSeconds !Ref MaxWaitSeconds, whose MinValue is 0",
+         _substitution("QueuedWorkflowStateMachine", "MaxWaitSeconds", {"Ref": "MaxWaitSeconds"})),
+        ("the !If's branches swapped", _substitution("QueuedWorkflowStateMachine", "MaxWaitSeconds",
+                                                     {"Fn::If": ["MaxWaitIsZero", {"Ref": "MaxWaitSeconds"}, 1]})),
+        ("the condition comparing with 1",
+         _template(lambda t: t["Conditions"].__setitem__("MaxWaitIsZero", {"Fn::Equals": [{"Ref": "MaxWaitSeconds"}, "1"]}))),
+        ("no TimeoutSeconds on the queued acquire", _text(QUEUED, '\n      "TimeoutSeconds": ${MaxWaitSeconds},', "")),
+    ],
+    "workload-bound": [
+        ("the workload Task without TimeoutSeconds", _text(LOCKED, '\n              "TimeoutSeconds": ${WorkloadTimeoutSeconds},', "")),
+        ("the attach Task without TimeoutSeconds", _text(ATTACH, '\n      "TimeoutSeconds": ${TargetTimeoutSeconds},', "")),
+        ("WorkloadTimeoutSeconds substituted by 0", _substitution("SkipIfRunningStateMachine", "WorkloadTimeoutSeconds", 0)),
+    ],
+    "held-path": [
+        ("the Parallel's Catch sending States.ALL straight to Release Lock After Failure",
+         _text(LOCKED, _PARALLEL_CATCH, '"ErrorEquals": ["States.ALL"],\n          "Next": "Release Lock After Failure"')),
+        ("the may-run marker routed to the immediate release",
+         _text(QUEUED, '"InputPath": "$.sfnLockWorkloadMayRun",\n      "Next": "Wait For Workload To Stop"',
+               '"InputPath": "$.sfnLockWorkloadMayRun",\n      "Next": "Release Lock After Failure"')),
+        ("States.Timeout left to the proven-end catcher",
+         _text(SKIP, '"States.Timeout",\n                    "States.HeartbeatTimeout",', '"States.HeartbeatTimeout",')),
+        ("the attach Task's States.ALL released at once",
+         _text(ATTACH, '"ErrorEquals": ["States.ALL"],\n          "Next": "Stop Target Execution"',
+               '"ErrorEquals": ["States.ALL"],\n          "Next": "Release Lock After Failure"')),
+        ("the stop's failure released at once",
+         _text(ATTACH, '"ErrorEquals": ["States.ALL"],\n          "ResultPath": null,\n          "Next": "Check Whether Error Has Cause"\n        }\n      ],\n      "Next": "Wait For Target To Stop"',
+               '"ErrorEquals": ["States.ALL"],\n          "ResultPath": null,\n          "Next": "Release Lock After Failure"\n        }\n      ],\n      "Next": "Wait For Target To Stop"')),
+    ],
+    "lease-is-bound-sum": [
+        ("the lease from MaxWaitSeconds, not the workload's bound",
+         _text(LOCKED, _LEASE, _LEASE.replace("${WorkloadTimeoutSeconds}", "${MaxWaitSeconds}"))),
+        ("the attach lease from the lock's wait", _text(ATTACH, _ATTACH_LEASE, _ATTACH_LEASE.replace("${TargetTimeoutSeconds}", "${MaxWaitSeconds}"))),
+        ("the lease without the held path", _text(SKIP, _LEASE, "States.MathAdd(${WorkloadTimeoutSeconds}, ${LeaseMarginSeconds})")),
+        ("the lease without its margin", _text(QUEUED, _LEASE, "States.MathAdd(${WorkloadTimeoutSeconds}, ${WorkloadMaxRunSeconds})")),
+        ("the held path counted twice, no workload bound",
+         _text(LOCKED, _LEASE, _LEASE.replace("${WorkloadTimeoutSeconds}", "${WorkloadMaxRunSeconds}"))),
+        ("no lease passed (DefaultLeaseSeconds applies)", _text(SKIP, f'"leaseSeconds.$": "{_LEASE}"', '"leaseSeconds": 900')),
+    ],
+    "lease-within-contract": [
+        ("TargetTimeoutSeconds up to 365 days",
+         _template(lambda t: t["Parameters"]["TargetTimeoutSeconds"].update(MaxValue=31536000))),
+        ("WorkloadMaxRunSeconds without a MaxValue", _template(lambda t: t["Parameters"]["WorkloadMaxRunSeconds"].pop("MaxValue"))),
+    ],
+    "margin-covers-retries": [
+        ("LeaseMarginSeconds down to 0", _template(lambda t: t["Parameters"]["LeaseMarginSeconds"].update(MinValue=0))),
+        ("the stop retried 20 times",
+         _text(ATTACH, '"MaxDelaySeconds": 20,\n          "JitterStrategy": "FULL",\n          "MaxAttempts": 6\n        }\n      ],\n      "Catch": [\n        {\n          "ErrorEquals": ["Sfn.',
+               '"MaxDelaySeconds": 20,\n          "JitterStrategy": "FULL",\n          "MaxAttempts": 20\n        }\n      ],\n      "Catch": [\n        {\n          "ErrorEquals": ["Sfn.')),
+    ],
+    "stop-target": [
+        ("the stop without the redrive count",
+         _text(ATTACH, "States.Format('${TargetExecutionArnPrefix}{}-{}', States.Hash($$.Execution.Id, 'SHA-256'), $$.Execution.RedriveCount)",
+               "States.Format('${TargetExecutionArnPrefix}{}-{}', States.Hash($$.Execution.Id, 'SHA-256'), 0)")),
+        ("the prefix of this state machine's own executions", _substitution(
+            "AttachedWorkflowStateMachine", "TargetExecutionArnPrefix",
+            {"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:sfn-lock-attached:"})),
+        ("the prefix of a stateMachine, not its executions", _template(lambda t: t["Resources"]["AttachedWorkflowStateMachine"][
+            "Properties"]["DefinitionSubstitutions"]["TargetExecutionArnPrefix"]["Fn::Sub"].__setitem__(
+                0, "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${TargetName}:"))),
+        ("states:StopExecution not granted", _template(lambda t: _stop_grant(t).update(Action=["states:DescribeExecution"]))),
+        ("states:StopExecution on another state machine's executions", _template(lambda t: _stop_grant(t).update(
+            Resource={"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:other:*"}))),
+    ],
+}
+
+
+def self_test() -> int:
+    template, texts = _shipped()
+    failures = 0
+    good = problems(template, lambda uri: texts[uri])
+    if good:
+        failures += 1
+        print(f"FAIL rejects the shipped template and definitions: {good}")
+    else:
+        print("ok   accepts the shipped template and definitions")
+    for rule, cases in SELF_TEST_CASES.items():
+        for label, change in cases:
+            mutated_template, mutated_texts = copy.deepcopy(template), dict(texts)
+            change(mutated_template, mutated_texts)
+            found = [message for found_rule, message in problems(mutated_template, lambda uri: mutated_texts[uri])
+                     if found_rule == rule]
+            if found:
+                print(f"ok   {rule} rejects {label}: {found[0]}")
+            else:
+                failures += 1
+                print(f"FAIL {rule} did not reject {label}")
+    for rule in sorted(set(RULES) - set(SELF_TEST_CASES)):
+        failures += 1
+        print(f"FAIL {rule} has no self-test case")
+    total = 1 + sum(len(cases) for cases in SELF_TEST_CASES.values())
+    print(f"timing relations self-test: {total - failures} of {total} as expected")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    path = Path(sys.argv[1])
+    try:
+        found = problems(load(path), lambda uri: (path.parent / uri).read_text())
+    except TemplateError as error:
+        found = [("template", str(error))]
+    for rule, message in found:
+        print(f"timing relations: {rule}: {message}")
+    if not found:
+        print(f"timing relations: {path}: {len(RULES)} rules hold for every accepted parameter value")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
