@@ -100,8 +100,8 @@ impl Config {
             Some(lease) => lease,
             None => LeaseSeconds::new("DEFAULT_LEASE_SECONDS", i64::from(DEFAULT_LEASE_SECONDS))?,
         };
-        // CloudFormation cannot add: the template writes the cap as the sum of
-        // the lease's terms, `a+b+c`, and the function adds them.
+        // CloudFormation cannot add: a cap built from a stack's lease terms is
+        // written as their sum, `a+b+c`, and the function adds them.
         let max_lease = match lookup("MAX_LEASE_SECONDS") {
             None => None,
             Some(text) => {
@@ -121,9 +121,9 @@ impl Config {
                 Some(LeaseSeconds::new("MAX_LEASE_SECONDS", sum)?)
             }
         };
-        // The template derives the cap from the stack's lease terms, which may
-        // be shorter than the default lease: a caller without leaseSeconds then
-        // gets the cap, said once at start rather than refused on every acquire.
+        // A cap (the template's MaxLeaseSeconds) may be shorter than the
+        // default lease: a caller without leaseSeconds then gets the cap, said
+        // once at start rather than refused on every acquire.
         let default_lease = match max_lease.filter(|max| max.get() < default_lease.get()) {
             Some(max) => {
                 tracing::warn!(
@@ -400,10 +400,10 @@ mod tests {
 
     #[test]
     fn the_cap_also_bounds_the_default_lease() {
-        // The template derives the cap from the stack's lease terms, which can
-        // be below DefaultLeaseSeconds' 900 (a 60 s execution timeout): the
-        // function must still start, granting callers without leaseSeconds
-        // the cap, not refuse every acquire as misconfigured.
+        // A cap (the template's MaxLeaseSeconds, or a sum of lease terms) can
+        // be below DefaultLeaseSeconds' 900: the function must still start,
+        // granting callers without leaseSeconds the cap, not refuse every
+        // acquire as misconfigured.
         let table = ("LOCK_TABLE_NAME", "locks");
         let capped = config(&[table, ("MAX_LEASE_SECONDS", "60+30+0")]).unwrap();
         assert_eq!(capped.default_lease.get(), 90);
