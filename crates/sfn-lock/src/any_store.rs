@@ -3,8 +3,7 @@
 use crate::dynamodb::DynamoStore;
 use crate::error::{LockError, StoreError};
 use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
-use crate::queue::TaskToken;
-use crate::request::{LeaseSeconds, Limit};
+use crate::request::{LeaseSeconds, Limit, Waiting};
 #[cfg(feature = "s3")]
 use crate::s3::S3Store;
 #[cfg(feature = "ssm")]
@@ -103,10 +102,10 @@ impl LockStore for AnyStore {
         owner: &Owner,
         lease: LeaseSeconds,
         limit: Limit,
-        task_token: &TaskToken,
+        waiting: &Waiting,
         now: EpochMillis,
     ) -> Result<AcquireOutcome, StoreError> {
-        each!(self, store => store.acquire_or_queue(lock_name, owner, lease, limit, task_token, now))
+        each!(self, store => store.acquire_or_queue(lock_name, owner, lease, limit, waiting, now))
     }
 
     async fn release_with_limit(
@@ -139,6 +138,14 @@ impl LockStore for AnyStore {
 
     async fn list_held(&self, max: usize) -> Result<LockList, StoreError> {
         each!(self, store => store.list_held(max))
+    }
+
+    async fn queues_to_wake(&self, max: usize) -> Result<Vec<LockName>, StoreError> {
+        each!(self, store => store.queues_to_wake(max))
+    }
+
+    async fn wake_queue(&self, lock_name: &LockName, now: EpochMillis) -> Result<(), StoreError> {
+        each!(self, store => store.wake_queue(lock_name, now))
     }
 }
 

@@ -2,9 +2,24 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use tokio::time::Instant;
 use tracing::warn;
 
 use crate::error::LockError;
+
+tokio::task_local! {
+    /// When the work [`within`] runs must be done, for the parts of it that
+    /// choose whether to start one more step (a hand-off) rather than be cut
+    /// in the middle of it.
+    static DEADLINE: Instant;
+}
+
+/// Time left before the current call's deadline; `None` outside [`within`].
+pub(crate) fn time_left() -> Option<Duration> {
+    DEADLINE
+        .try_with(|deadline| deadline.saturating_duration_since(Instant::now()))
+        .ok()
+}
 
 /// Time kept back from the invocation's deadline to answer in.
 const ANSWER_MARGIN: Duration = Duration::from_millis(500);
@@ -35,14 +50,24 @@ pub(crate) fn budget(context: &lambda_runtime::Context) -> Option<Duration> {
     Some(remaining.saturating_sub(ANSWER_MARGIN))
 }
 
+/// `work`'s output, or `None` once `budget` has passed; inside, [`time_left`]
+/// tells the work how much of it remains.
+pub(crate) async fn scoped<F: std::future::Future>(budget: Duration, work: F) -> Option<F::Output> {
+    let deadline = Instant::now() + budget;
+    DEADLINE
+        .scope(deadline, tokio::time::timeout_at(deadline, work))
+        .await
+        .ok()
+}
+
 /// `work`, or `LockStoreUnavailable` once `budget` has passed.
 pub(crate) async fn within<T>(
     budget: Duration,
     work: impl std::future::Future<Output = Result<T, LockError>>,
 ) -> Result<T, LockError> {
-    match tokio::time::timeout(budget, work).await {
-        Ok(result) => result,
-        Err(_) => {
+    match scoped(budget, work).await {
+        Some(result) => result,
+        None => {
             warn!(
                 budget_ms = budget.as_millis(),
                 "gave up before the function's own timeout"
@@ -82,5 +107,18 @@ mod tests {
             within_deadline(&past, async { Ok::<_, LockError>(8) }).await,
             Ok(8)
         );
+    }
+
+    #[tokio::test]
+    async fn the_work_sees_the_time_it_has_left() {
+        assert_eq!(time_left(), None, "no deadline outside a bounded call");
+        let seen = within(Duration::from_secs(30), async {
+            Ok::<_, LockError>(time_left())
+        })
+        .await
+        .ok()
+        .flatten();
+        let left = seen.map(|left| left.as_secs());
+        assert!(matches!(left, Some(29 | 30)), "{left:?}");
     }
 }

@@ -86,11 +86,14 @@ macro_rules! queue_empty {
 }
 pub(crate) use queue_empty;
 pub const GRANT_CONDITION: &str = concat!(mutex_room!(), " AND ", queue_empty!());
-/// A hand-off: GRANT for the waiter at the head of the queue, which leaves it.
+/// A hand-off: GRANT for the waiter at the head of the queue, which leaves it,
+/// and the marker of an unconfirmed wake-up (`wake:<id>`, the same id), which
+/// tells a retry of this very write, and any later pump, that this waiter is
+/// owed its `SendTaskSuccess` (`dynamodb_handoff.rs`).
 const HAND_OFF: &str = concat!(
     "SET ",
     grant_assignments!(),
-    ", #queueLength = #queueLength - :one REMOVE #entry"
+    ", #queueLength = #queueLength - :one, #wake = :wake REMOVE #entry"
 );
 const HAND_OFF_CONDITION: &str = concat!(mutex_room!(), " AND #entry = :seq");
 
@@ -270,6 +273,8 @@ impl DynamoStore {
             None => Write::new(GRANT, GRANT_CONDITION).value(":acquiredAt", number(now.0)),
             Some((entry, requested_at)) => Write::new(HAND_OFF, HAND_OFF_CONDITION)
                 .name_as("#entry", &entry.name)
+                .name_as("#wake", &entry.wake_name())
+                .value(":wake", string(&entry.fresh_wake()))
                 .value(":seq", number(entry.seq))
                 .value(":acquiredAt", number(requested_at.0)),
         };

@@ -1,13 +1,19 @@
 //! Handing a freed permit to the oldest waiter (DESIGN.md, "Queue"): one
-//! conditional write makes the head of the queue the holder and takes it out
-//! of the queue, then `SendTaskSuccess` wakes it with its grant.
+//! conditional write makes the head of the queue the holder, takes it out of
+//! the queue and leaves the marker of an unconfirmed wake-up (`wake:<id>`);
+//! then `SendTaskSuccess` wakes it with its grant, and a second write removes
+//! the marker. A marker left behind (the answer lost, the call cut short,
+//! the wake-up throttled) is sent again by the next pump
+//! (`dynamodb_wakes.rs`), so no handed waiter sleeps on a free lock.
+
+use std::time::Duration;
 
 use tracing::{info, warn};
 
+use crate::deadline::time_left;
 use crate::dynamodb::*;
-use crate::dynamodb_item::{lease_from, number, release_id, string};
-use crate::dynamodb_permit_writes::RELEASE_PERMIT;
-use crate::dynamodb_permits::{decide, permit_lease, permit_names, Decision};
+use crate::dynamodb_item::{gc_after, lease_from, number, string};
+use crate::dynamodb_permits::{decide, permit_lease, permit_names, permit_of, Decision};
 use crate::dynamodb_queue::*;
 use crate::error::StoreError;
 use crate::model::{EpochMillis, Lease, LockName, Owner};
@@ -20,24 +26,64 @@ use crate::request::Limit;
 /// guard cuts a call sooner if the store is slow.
 pub const MAX_HAND_OFFS: usize = 8;
 
+/// Time a hand-off needs to be worth starting: a read, a write, a wake-up
+/// and the marker's removal on a healthy store. One cut short is not lost
+/// (its marker is sent again), but a call near its deadline leaves the rest
+/// to the next pump rather than start what it cannot finish.
+pub const MIN_HAND_OFF_TIME: Duration = Duration::from_secs(2);
+
 /// Takes a handed grant back from a waiter whose task had ended, only while
-/// it is still that grant, unrenewed: had anything else woken the waiter
-/// since (its own retried acquire renews before it wakes), it runs.
+/// it is still that grant, unrenewed, and (for a hand-off) its marker still
+/// as this pump wrote it: a marker claimed by another pump means a second
+/// wake-up was sent, and the waiter may run. No release record is written:
+/// the record belongs to the last real release, whose retry must find it.
+const TAKE_BACK_MUTEX: &str = "REMOVE #owner, #acquiredAt, #expiresAt SET #ttl = :ttl";
 const TAKE_BACK_MUTEX_CONDITION: &str =
     "#owner = :owner AND #fencingToken = :fencingToken AND #expiresAt = :expiresAt";
+const TAKE_BACK_PERMIT: &str = "REMOVE #permit, #token SET #holderCount = #holderCount - :one";
 const TAKE_BACK_PERMIT_CONDITION: &str =
     "#token = :fencingToken AND #permit.#expiresAt = :expiresAt";
 
 /// What a pass over the queue did: the grant it handed to a woken (or
-/// possibly woken) waiter, and the item as last seen.
+/// possibly woken) waiter, whether that waiter's wake-up was confirmed, and
+/// the item as last seen.
 pub(crate) struct Pumped {
     pub handed: Option<Lease>,
+    pub woken: bool,
     pub item: Option<Item>,
 }
 
+/// Whether `owner` holds a grant on the item, in either format.
+pub(crate) fn holds(item: &Item, owner: &Owner) -> Result<bool, StoreError> {
+    let mutex = item
+        .get(OWNER)
+        .and_then(|value| value.as_s().ok())
+        .is_some_and(|holder| holder == owner.as_str());
+    Ok(mutex || permit_of(item, owner)?.is_some())
+}
+
+/// The grant `owner` holds on the item, in the format of `limit`.
+pub(crate) fn granted_lease(
+    lock_name: &LockName,
+    owner: &Owner,
+    limit: Limit,
+    item: &Item,
+) -> Result<Lease, StoreError> {
+    match limit.is_mutex() {
+        true => lease_from(lock_name, owner, item),
+        false => permit_lease(lock_name, owner, item),
+    }
+}
+
+/// Whether a call still has time for one more hand-off.
+pub(crate) fn time_for_a_hand_off() -> bool {
+    time_left().is_none_or(|left| left >= MIN_HAND_OFF_TIME)
+}
+
 impl DynamoStore {
-    /// Hands room on the lock to the oldest waiters, in order, until the
-    /// head does not fit, one is woken, or the queue is empty.
+    /// Sends the wake-ups earlier hand-offs owe first, then hands room on the
+    /// lock to the oldest waiters, in order, until the head does not fit, one
+    /// is woken, the queue is empty or the call runs out of time.
     pub(crate) async fn pump(
         &self,
         lock_name: &LockName,
@@ -45,22 +91,38 @@ impl DynamoStore {
         now: EpochMillis,
     ) -> Result<Pumped, StoreError> {
         let name = lock_name.as_str();
+        let done = |item| {
+            Ok(Pumped {
+                handed: None,
+                woken: false,
+                item,
+            })
+        };
         let Some(waker) = self.waker.clone() else {
             warn!(
                 lock_name = name,
                 "waiters are queued but this function cannot wake them (no Step Functions client)"
             );
-            return Ok(Pumped {
-                handed: None,
-                item: Some(item),
-            });
+            return done(Some(item));
         };
-        let mut item = item;
+        let Some(mut item) = self.resend_wakes(lock_name, item).await? else {
+            return done(None);
+        };
+        if pending_wakes(&item)?.len() >= MAX_PENDING_WAKES {
+            // Earlier hand-offs still wait for their wake-up: they come first.
+            return done(Some(item));
+        }
         for _ in 0..MAX_HAND_OFFS {
-            let done = |item| Ok(Pumped { handed: None, item });
             let Some(head) = queue_of(&item)?.into_iter().next() else {
                 return done(Some(item));
             };
+            if !time_for_a_hand_off() {
+                info!(
+                    lock_name = name,
+                    "no time left for another hand-off; the next pump goes on"
+                );
+                return done(Some(item));
+            }
             let Some(waiter) = self.read_waiter(&head).await? else {
                 warn!(
                     lock_name = name,
@@ -111,10 +173,23 @@ impl DynamoStore {
                     }
                 }
             };
+            let (wake, fresh) = (head.wake_name(), head.fresh_wake());
             item = match written {
                 Ok(next) => next,
                 Err(WriteFailure::ConditionFailed(Some(next))) => {
-                    hand_off = false;
+                    // This very hand-off may have landed with its answer lost
+                    // (the SDK then retried it, and the retry failed): its
+                    // unclaimed marker says so, and the waiter is still owed
+                    // its wake-up.
+                    hand_off = hand_off
+                        && next.get(&wake).and_then(|value| value.as_s().ok()) == Some(&fresh)
+                        && holds(&next, &waiter.owner)?;
+                    if hand_off {
+                        info!(
+                            lock_name = name,
+                            owner, "the hand-off had landed; waking its waiter"
+                        );
+                    }
                     next
                 }
                 Err(WriteFailure::ConditionFailed(None)) => return done(None),
@@ -125,6 +200,13 @@ impl DynamoStore {
             }
             let lease = granted_lease(lock_name, &waiter.owner, waiter.limit, &item)?;
             let output = grant_output(&lease, waiter.lease, waiter.limit, "granted");
+            let handed = |woken, item| {
+                Ok(Pumped {
+                    handed: Some(lease.clone()),
+                    woken,
+                    item: Some(item),
+                })
+            };
             match waker.wake(&waiter.token, output).await {
                 WakeOutcome::Woken => {
                     info!(
@@ -134,10 +216,9 @@ impl DynamoStore {
                         waited_ms = now.0 - waiter.enqueued_at.0,
                         "lock handed to the oldest waiter"
                     );
-                    return Ok(Pumped {
-                        handed: Some(lease),
-                        item: Some(item),
-                    });
+                    self.clear_wake(lock_name, &wake, &fresh).await;
+                    self.delete_waiter(&head).await;
+                    return handed(true, item);
                 }
                 WakeOutcome::Closed(detail) => {
                     warn!(
@@ -146,8 +227,9 @@ impl DynamoStore {
                         error = detail,
                         "the waiter's task had ended; its grant is taken back for the next waiter"
                     );
+                    let marker = Some((wake.as_str(), fresh.as_str()));
                     match self
-                        .take_back(lock_name, &lease, waiter.limit, None)
+                        .take_back(lock_name, &lease, waiter.limit, marker)
                         .await?
                     {
                         Some(next) => item = next,
@@ -155,42 +237,27 @@ impl DynamoStore {
                     }
                 }
                 WakeOutcome::Refused(detail) => {
-                    // Nothing landed and the waiter lives: it keeps its place,
-                    // and the caller's retry (Step Functions', the queue's)
-                    // wakes it.
+                    // Nothing landed and the waiter lives: the grant stays with
+                    // it, and its marker has the next pump (a release, an
+                    // acquire, the sweep, the reconciler) send it again. The
+                    // call that freed the room has done its part: no error.
                     warn!(
                         lock_name = name,
                         owner,
                         error = detail,
-                        "Step Functions refused to wake the waiter; it keeps its place"
+                        "lock handed, but Step Functions refused the wake-up; the next pump sends it again"
                     );
-                    let back = self.take_back(lock_name, &lease, waiter.limit, Some(&head));
-                    if back
-                        .await?
-                        .is_some_and(|item| item.contains_key(&head.name))
-                    {
-                        return Err(StoreError::Unavailable(format!(
-                            "lock {name:?}: waking the oldest waiter was refused ({detail}); \
-                             it keeps its place, and a retried call wakes it"
-                        )));
-                    }
-                    // The grant changed meanwhile (the waiter's own retried
-                    // acquire renewed it and woke itself): it stays.
-                    return done(None);
+                    return handed(false, item);
                 }
                 WakeOutcome::Unknown(detail) => {
-                    // It may run: its grant stays. Not woken, its task times out
-                    // and its Catch releases (DESIGN.md, "Queue").
+                    // It may run: its grant stays, and so does the marker.
                     warn!(
                         lock_name = name,
                         owner,
                         error = detail,
                         "lock handed, but whether the waiter was woken is unknown; the grant stays"
                     );
-                    return Ok(Pumped {
-                        handed: Some(lease),
-                        item: Some(item),
-                    });
+                    return handed(false, item);
                 }
             }
         }
@@ -200,78 +267,50 @@ impl DynamoStore {
         )))
     }
 
-    /// Frees a grant just made for a waiter whose task had ended, or, with
-    /// `back_to`, for a live waiter Step Functions refused to wake, which goes
-    /// back to its place in the queue in the same write. The item after, or
-    /// the item as found if the grant changed (then it stays).
+    /// Frees a grant just made for a waiter whose task had ended: only that
+    /// very grant, unrenewed, and with `marker` (a hand-off's wake marker and
+    /// the value this pump wrote) only while no other pump has claimed it;
+    /// the marker goes with the grant. The item after, or as found if the
+    /// grant changed (then it stays).
     pub(crate) async fn take_back(
         &self,
         lock_name: &LockName,
         lease: &Lease,
         limit: Limit,
-        back_to: Option<&Entry>,
+        marker: Option<(&str, &str)>,
     ) -> Result<Option<Item>, StoreError> {
         let owner = lease.owner.as_str();
         let (permit, token) = permit_names(owner);
         let mut write = match limit.is_mutex() {
-            true => Write::new(RELEASE, TAKE_BACK_MUTEX_CONDITION).names(RELEASE_NAMES),
-            false => Write::new(RELEASE_PERMIT, TAKE_BACK_PERMIT_CONDITION)
-                .names(&[
-                    HOLDER_COUNT,
-                    RELEASED_BY,
-                    RELEASED_TOKEN,
-                    RELEASE_ID,
-                    EXPIRES_AT,
-                ])
+            true => Write::new(TAKE_BACK_MUTEX, TAKE_BACK_MUTEX_CONDITION)
+                .names(&[OWNER, ACQUIRED_AT, EXPIRES_AT, TTL, FENCING_TOKEN])
+                .value(":owner", string(owner))
+                .value(":ttl", number(gc_after(lease.expires_at))),
+            false => Write::new(TAKE_BACK_PERMIT, TAKE_BACK_PERMIT_CONDITION)
+                .names(&[HOLDER_COUNT, EXPIRES_AT])
                 .name_as("#permit", &permit)
                 .name_as("#token", &token)
                 .value(":one", number(1)),
         }
-        .value(":owner", string(owner))
         .value(":fencingToken", number(lease.fencing_token))
-        .value(":expiresAt", number(lease.expires_at.0))
-        .value(
-            ":ttl",
-            number(crate::dynamodb_item::gc_after(lease.expires_at)),
-        )
-        .value(":releaseId", string(&release_id()));
-        if let Some(entry) = back_to {
-            // RELEASE and RELEASE_PERMIT both end in their SET clause.
-            write.update +=
-                ", #entry = :seq, #queueLength = if_not_exists(#queueLength, :zero) + :one";
-            write.condition += " AND attribute_not_exists(#entry)";
-            write = write
-                .names(&[QUEUE_LENGTH])
-                .name_as("#entry", &entry.name)
-                .value(":seq", number(entry.seq))
-                .value(":zero", number(0))
-                .value(":one", number(1));
+        .value(":expiresAt", number(lease.expires_at.0));
+        if let Some((wake, value)) = marker {
+            // Both expressions start with their REMOVE clause.
+            write.update = write.update.replacen("REMOVE ", "REMOVE #wake, ", 1);
+            write.condition += " AND #wake = :wake";
+            write = write.name_as("#wake", wake).value(":wake", string(value));
         }
-        match self
-            .conditional_update(lock_name.as_str(), write.without_unused())
-            .await
-        {
+        match self.conditional_update(lock_name.as_str(), write).await {
             Ok(item) => Ok(Some(item)),
             Err(WriteFailure::ConditionFailed(item)) => {
                 warn!(
                     lock_name = lock_name.as_str(),
-                    owner, "a handed grant changed before it could be taken back; it stays"
+                    owner,
+                    "a handed grant changed, or another pump woke its waiter, before it could be taken back; it stays"
                 );
                 Ok(item)
             }
             Err(WriteFailure::Store(error)) => Err(error),
         }
-    }
-}
-
-fn granted_lease(
-    lock_name: &LockName,
-    owner: &Owner,
-    limit: Limit,
-    item: &Item,
-) -> Result<Lease, StoreError> {
-    match limit.is_mutex() {
-        true => lease_from(lock_name, owner, item),
-        false => permit_lease(lock_name, owner, item),
     }
 }

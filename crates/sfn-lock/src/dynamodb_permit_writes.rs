@@ -38,12 +38,13 @@ macro_rules! permit_room {
     };
 }
 const GRANT_PERMIT_CONDITION: &str = concat!(permit_room!(), " AND ", queue_empty!());
-/// A hand-off: GRANT_PERMIT for the waiter at the head of the queue, which leaves it.
+/// A hand-off: GRANT_PERMIT for the waiter at the head of the queue, which
+/// leaves it, with the marker of its unconfirmed wake-up (as `HAND_OFF`).
 const HAND_OFF_PERMIT: &str = concat!(
     "SET ",
     permit_assignments!(),
     ", #holderCount = if_not_exists(#holderCount, :zero) + :one, \
-     #queueLength = #queueLength - :one \
+     #queueLength = #queueLength - :one, #wake = :wake \
      REMOVE #owner, #acquiredAt, #expiresAt, #entry"
 );
 const HAND_OFF_PERMIT_CONDITION: &str = concat!(permit_room!(), " AND #entry = :seq");
@@ -158,6 +159,8 @@ impl DynamoStore {
             Some((entry, requested_at)) => (
                 Write::new(HAND_OFF_PERMIT, HAND_OFF_PERMIT_CONDITION)
                     .name_as("#entry", &entry.name)
+                    .name_as("#wake", &entry.wake_name())
+                    .value(":wake", string(&entry.fresh_wake()))
                     .value(":seq", number(entry.seq)),
                 requested_at,
             ),

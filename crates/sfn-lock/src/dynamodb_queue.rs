@@ -19,12 +19,17 @@ use crate::dynamodb_permits::{worst_item_bytes, MAX_ITEM_BYTES, PERMIT_OF};
 use crate::error::StoreError;
 use crate::model::{EpochMillis, LockName, Owner, MAX_LEASE_SECONDS, MAX_LOCK_NAME_BYTES};
 use crate::queue::TaskToken;
-use crate::request::{LeaseSeconds, Limit, MAX_LIMIT};
+use crate::request::{LeaseSeconds, Limit, WaitBound, MAX_LIMIT};
 
 pub const QUEUE_LENGTH: &str = "queueLength";
 pub const QUEUE_SEQ: &str = "queueSeq";
 pub const ENTRY_PREFIX: &str = "queue:";
 pub const WAITER_PREFIX: &str = "\u{1}waiter\u{1}";
+/// An unconfirmed hand-off (DESIGN.md, "Queue"): `wake:<id>` on the lock's
+/// item, written by the hand-off itself, removed once its waiter is woken.
+/// Its value is `<seq>/<sends>`: the place it was handed from, and how many
+/// later pumps have claimed it to send the wake-up again.
+pub const WAKE_PREFIX: &str = "wake:";
 pub const TASK_TOKEN: &str = "taskToken";
 pub const ENQUEUED_AT: &str = "enqueuedAt";
 pub const LEASE_SECONDS: &str = "leaseSeconds";
@@ -36,12 +41,19 @@ pub const MAX_QUEUE: usize = 100;
 pub const ENTRY_BYTES: usize = 50;
 /// `queueLength` and `queueSeq`, names and numbers.
 const QUEUE_COUNTER_BYTES: usize = 11 + 8 + 11 + 11;
+/// Unconfirmed hand-offs one lock keeps at most: while this many wait for
+/// their wake-up to be confirmed, no further room is handed out (each
+/// re-send comes first), which bounds the item's size.
+pub const MAX_PENDING_WAKES: usize = 4;
+/// One marker: `wake:<32 hex>` 37 bytes, `<seq>/<sends>` at most 11 + 1 + 3.
+pub const WAKE_BYTES: usize = 52;
 
 // A full queue beside a full semaphore (one permit over, as there) still fits.
 const _: () = assert!(
     worst_item_bytes(MAX_LOCK_NAME_BYTES, MAX_LIMIT + 1)
         + MAX_QUEUE * ENTRY_BYTES
         + QUEUE_COUNTER_BYTES
+        + MAX_PENDING_WAKES * WAKE_BYTES
         <= MAX_ITEM_BYTES
 );
 
@@ -96,6 +108,59 @@ impl Entry {
     pub fn waiter_key(&self) -> String {
         format!("{WAITER_PREFIX}{}", &self.name[ENTRY_PREFIX.len()..])
     }
+
+    /// The marker a hand-off from this place writes.
+    pub fn wake_name(&self) -> String {
+        format!("{WAKE_PREFIX}{}", &self.name[ENTRY_PREFIX.len()..])
+    }
+
+    /// The marker's value as the hand-off writes it: nobody has claimed it.
+    pub fn fresh_wake(&self) -> String {
+        format!("{}/0", self.seq)
+    }
+}
+
+/// An unconfirmed hand-off on the lock's item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PendingWake {
+    /// The place it was handed from: the waiter item's key, the marker's name.
+    pub entry: Entry,
+    /// The marker's value as read: `<seq>/<sends>`.
+    pub value: String,
+    pub sends: u32,
+}
+
+impl PendingWake {
+    /// The value a pump writes to claim the marker before it sends again.
+    pub fn claimed(&self) -> String {
+        format!("{}/{}", self.entry.seq, self.sends.saturating_add(1))
+    }
+}
+
+/// The item's unconfirmed hand-offs, oldest place first.
+pub(crate) fn pending_wakes(item: &Item) -> Result<Vec<PendingWake>, StoreError> {
+    let mut pending = item
+        .iter()
+        .filter(|(name, _)| name.starts_with(WAKE_PREFIX))
+        .map(|(name, _)| {
+            let value = read_string(item, name)?;
+            let (seq, sends) = value
+                .split_once('/')
+                .and_then(|(seq, sends)| Some((seq.parse().ok()?, sends.parse().ok()?)))
+                .ok_or_else(|| malformed(name))?;
+            let id = &name[WAKE_PREFIX.len()..];
+            Ok(PendingWake {
+                entry: Entry {
+                    name: format!("{ENTRY_PREFIX}{id}"),
+                    seq,
+                },
+                value,
+                sends,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    pending.sort_by_key(|wake| wake.entry.seq);
+    Ok(pending)
 }
 
 /// The item's entries, oldest first.
@@ -134,10 +199,17 @@ impl DynamoStore {
         lock_name: &LockName,
         owner: &Owner,
         token: &TaskToken,
-        (lease, limit): (LeaseSeconds, Limit),
+        (lease, limit, wait): (LeaseSeconds, Limit, Option<WaitBound>),
         now: EpochMillis,
     ) -> Result<(), StoreError> {
         let key = format!("{WAITER_PREFIX}{}", waiter_id(lock_name, owner));
+        // Kept as long as the wait and then the lease can last, no longer: a
+        // woken waiter's item is deleted at once, and a waiter without a
+        // bound (no maxWaitSeconds) waits at most a year.
+        let wait_ends = match wait {
+            Some(wait) => wait.started_at.plus_seconds(wait.max_wait_seconds).max(now),
+            None => now.plus_seconds(MAX_LEASE_SECONDS),
+        };
         let written = self
             .client
             .put_item()
@@ -149,8 +221,7 @@ impl DynamoStore {
             .item(ENQUEUED_AT, number(now.0))
             .item(LEASE_SECONDS, number(lease.get()))
             .item(LIMIT, number(limit.get()))
-            // As long as any wait and lease can last; TTL collects it after.
-            .item(TTL, number(gc_after(now.plus_seconds(MAX_LEASE_SECONDS))))
+            .item(TTL, number(gc_after(wait_ends.plus_seconds(lease.get()))))
             .condition_expression(NEWER_WAITER)
             .expression_attribute_names("#enqueuedAt", ENQUEUED_AT)
             .expression_attribute_values(":now", number(now.0))

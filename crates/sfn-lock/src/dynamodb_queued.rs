@@ -8,8 +8,8 @@ use crate::dynamodb_permits::check_fits;
 use crate::dynamodb_queue::*;
 use crate::error::StoreError;
 use crate::model::{AcquireOutcome, Contention, EpochMillis, Lease, LockName, Owner};
-use crate::queue::{TaskToken, WakeOutcome};
-use crate::request::{LeaseSeconds, Limit};
+use crate::queue::WakeOutcome;
+use crate::request::{LeaseSeconds, Limit, Waiting};
 
 /// How an acquire's rounds ended.
 pub(crate) enum Core {
@@ -28,9 +28,10 @@ impl DynamoStore {
         owner: &Owner,
         lease: LeaseSeconds,
         limit: Limit,
-        token: &TaskToken,
+        waiting: &Waiting,
         now: EpochMillis,
     ) -> Result<AcquireOutcome, StoreError> {
+        let token = &waiting.token;
         if !limit.is_mutex() {
             check_fits(owner)?;
         }
@@ -39,7 +40,7 @@ impl DynamoStore {
                 "a queued acquire needs a Step Functions client to wake its task".into(),
             ));
         };
-        self.put_waiter(lock_name, owner, token, (lease, limit), now)
+        self.put_waiter(lock_name, owner, token, (lease, limit, waiting.wait), now)
             .await?;
         let (granted, outcome) = match self
             .acquire_core(lock_name, owner, lease, limit, true, now)
@@ -171,8 +172,9 @@ impl DynamoStore {
         }
     }
 
-    /// After leaving the queue; one left behind costs the sweep a `not_held`.
-    async fn delete_waiter(&self, entry: &Entry) {
+    /// After leaving the queue or being woken; one left behind costs the
+    /// sweep a read.
+    pub(crate) async fn delete_waiter(&self, entry: &Entry) {
         let deleted = self
             .client
             .delete_item()

@@ -5,16 +5,16 @@
 use tracing::warn;
 
 use crate::dynamodb::*;
+use crate::dynamodb_handoff::holds;
 use crate::dynamodb_item::{lease_from, malformed, release_id, string};
 use crate::dynamodb_permits::{
     check_fits, decide, live_holders, permit_lease, Decision, MARKER_PREFIX,
 };
-use crate::dynamodb_queue::{queue_length, WAITER_PREFIX};
+use crate::dynamodb_queue::{pending_wakes, queue_length, WAITER_PREFIX};
 use crate::dynamodb_queued::Core;
 use crate::error::StoreError;
 use crate::model::{AcquireOutcome, Contention, EpochMillis, LockName, Owner, ReleaseOutcome};
-use crate::queue::TaskToken;
-use crate::request::{LeaseSeconds, Limit};
+use crate::request::{LeaseSeconds, Limit, Waiting};
 use crate::store::LockStore;
 use crate::view::{LockList, LockView};
 
@@ -29,6 +29,23 @@ impl DynamoStore {
         granted_before: Option<EpochMillis>,
         now: EpochMillis,
     ) -> Result<ReleaseOutcome, StoreError> {
+        if granted_before.is_some() {
+            // The sweep: most of what an ended execution's owner index shows
+            // is held no more (a woken or departed waiter's item, a lock it
+            // released). One read then, not a failed write billed at the
+            // size of a lock item that may carry a thousand permits.
+            let Some(item) = self.read_item(lock_name.as_str()).await? else {
+                return Ok(ReleaseOutcome::NotHeld);
+            };
+            if !holds(&item, owner)? {
+                // Still queued: its place goes (one write); else nothing to write.
+                let item = Box::pin(self.leave_queue(lock_name, owner, item, granted_before));
+                if let Some(item) = item.await?.filter(owes_the_queue) {
+                    Box::pin(self.pump(lock_name, item, now)).await?;
+                }
+                return Ok(ReleaseOutcome::NotHeld);
+            }
+        }
         // The SDK retries one request with the same id when an attempt's
         // answer is lost; the id tells that retry its own landed write apart.
         let release_id = release_id();
@@ -62,7 +79,7 @@ impl DynamoStore {
         // queue; then room goes to the oldest waiter. Retried, this goes on
         // where a failed call stopped.
         let item = Box::pin(self.leave_queue(lock_name, owner, item, granted_before)).await?;
-        if let Some(item) = item.filter(|item| queue_length(item).is_ok_and(|length| length > 0)) {
+        if let Some(item) = item.filter(owes_the_queue) {
             Box::pin(self.pump(lock_name, item, now)).await?;
         }
         Ok(outcome)
@@ -107,6 +124,12 @@ impl DynamoStore {
             };
             let next = match decide(old_item.as_ref(), owner, limit, now)? {
                 Decision::Held(contention) => {
+                    if let Some(item) = old_item
+                        .filter(|item| pending_wakes(item).is_ok_and(|pending| !pending.is_empty()))
+                    {
+                        // A holder may sleep on its grant: wake it first.
+                        Box::pin(self.resend_wakes(lock_name, item)).await?;
+                    }
                     match self
                         .refused(lock_name, owner, limit, contention, queue, now)
                         .await?
@@ -123,6 +146,14 @@ impl DynamoStore {
                     // Room, but owed to the waiters: hand it to them first.
                     let pumped = self.pump(lock_name, item, now).await?;
                     if let Some(lease) = pumped.handed.filter(|lease| lease.owner == *owner) {
+                        if !pumped.woken {
+                            // Its task sleeps on a grant it holds: the retry
+                            // renews it and wakes the task itself.
+                            return Err(StoreError::Unavailable(format!(
+                                "lock {lock_name:?}: handed to the caller, but waking its task \
+                                 failed; a retried acquire renews the grant and wakes it"
+                            )));
+                        }
                         return Ok(Core::HandedToCaller(lease));
                     }
                     // Waiters still ahead (the head did not fit): behind them.
@@ -218,7 +249,28 @@ impl DynamoStore {
     }
 }
 
+/// Whether the item shows waiters, or wake-ups earlier hand-offs still owe:
+/// then whoever wrote it pumps.
+pub(crate) fn owes_the_queue(item: &Item) -> bool {
+    queue_length(item).is_ok_and(|length| length > 0)
+        || pending_wakes(item).is_ok_and(|pending| !pending.is_empty())
+}
+
 impl DynamoStore {
+    /// One item, read consistently; `None` if there is none.
+    pub(crate) async fn read_item(&self, key: &str) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table_name)
+            .key(LOCK_NAME, string(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|error| classify("GetItem", error))?;
+        Ok(output.item)
+    }
+
     /// A caller the lock cannot admit now: it joins the queue (`queue`), or
     /// is answered with the live holders. `None`: decide again.
     async fn refused(
@@ -271,10 +323,10 @@ impl LockStore for DynamoStore {
         owner: &Owner,
         lease: LeaseSeconds,
         limit: Limit,
-        task_token: &TaskToken,
+        waiting: &Waiting,
         now: EpochMillis,
     ) -> Result<AcquireOutcome, StoreError> {
-        self.acquire_queued(lock_name, owner, lease, limit, task_token, now)
+        self.acquire_queued(lock_name, owner, lease, limit, waiting, now)
             .await
     }
 
@@ -347,5 +399,19 @@ impl LockStore for DynamoStore {
 
     async fn list_held(&self, max: usize) -> Result<LockList, StoreError> {
         self.scan_held(max).await
+    }
+
+    async fn queues_to_wake(&self, max: usize) -> Result<Vec<LockName>, StoreError> {
+        self.scan_queues(max, owes_the_queue).await
+    }
+
+    async fn wake_queue(&self, lock_name: &LockName, now: EpochMillis) -> Result<(), StoreError> {
+        let Some(item) = self.read_item(lock_name.as_str()).await? else {
+            return Ok(());
+        };
+        if owes_the_queue(&item) {
+            Box::pin(self.pump(lock_name, item, now)).await?;
+        }
+        Ok(())
     }
 }

@@ -99,4 +99,41 @@ impl DynamoStore {
             }
         }
     }
+
+    /// Up to `max` lock names whose item `wanted` picks: a whole-table Scan
+    /// (what it reads is billed either way, so the pick is made here; a
+    /// filter could not name the `wake:<id>` markers, whose names vary).
+    pub(crate) async fn scan_queues(
+        &self,
+        max: usize,
+        wanted: fn(&Item) -> bool,
+    ) -> Result<Vec<LockName>, StoreError> {
+        let mut names = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table_name)
+                .limit(SCAN_PAGE)
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await
+                .map_err(|error| classify("Scan", error))?;
+            for item in page.items().iter().filter(|item| wanted(item)) {
+                let name = read_string(item, LOCK_NAME)?;
+                if name.starts_with('\u{1}') {
+                    continue;
+                }
+                if names.len() == max {
+                    return Ok(names);
+                }
+                names.push(LockName::new(name).map_err(|_| malformed(LOCK_NAME))?);
+            }
+            match page.last_evaluated_key {
+                Some(key) => start_key = Some(key),
+                None => return Ok(names),
+            }
+        }
+    }
 }

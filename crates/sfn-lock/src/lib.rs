@@ -35,6 +35,7 @@ pub mod dynamodb_queue;
 mod dynamodb_queued;
 mod dynamodb_store;
 mod dynamodb_view;
+mod dynamodb_wakes;
 mod error;
 pub mod executions;
 pub mod https;
@@ -70,7 +71,9 @@ pub use model::{
     MAX_LEASE_SECONDS,
 };
 pub use queue::{SfnWaker, TaskToken, Wake, WakeOutcome};
-pub use request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, MAX_LIMIT};
+pub use request::{
+    AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, Waiting, MAX_LIMIT,
+};
 #[cfg(feature = "s3")]
 pub use s3::S3Store;
 #[cfg(feature = "ssm")]

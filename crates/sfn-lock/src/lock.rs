@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use crate::error::{LockError, StoreError};
 use crate::metrics::Metrics;
 use crate::model::{AcquireOutcome, EpochMillis, Lease, ReleaseOutcome};
-use crate::request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest};
+use crate::request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, Waiting};
 use crate::store::LockStore;
 
 /// The lease used when an acquire event names none (`DEFAULT_LEASE_SECONDS`).
@@ -196,8 +196,12 @@ impl<S: LockStore> Locker<S> {
                         .await
                 }
                 Some(token) => {
+                    let waiting = Waiting {
+                        token: token.clone(),
+                        wait: request.wait,
+                    };
                     self.store
-                        .acquire_or_queue(name, who, lease, limit, token, now)
+                        .acquire_or_queue(name, who, lease, limit, &waiting, now)
                         .await
                 }
             }
@@ -316,10 +320,6 @@ impl<S: LockStore> Locker<S> {
                 info!(lock_name, owner, "lock released");
                 "released"
             }
-            ReleaseOutcome::NotHeld => {
-                info!(lock_name, owner, "release found the lock not held");
-                "not_held"
-            }
             ReleaseOutcome::HeldByOther(holder)
                 if holder.follows_release_by(&request.owner, request.fencing_token) =>
             {
@@ -328,6 +328,16 @@ impl<S: LockStore> Locker<S> {
                 info!(lock_name, owner, holder = %holder.owner, fencing_token = holder.fencing_token,
                       "lock released earlier by this owner; another owner holds it now");
                 "released"
+            }
+            ReleaseOutcome::HeldByOther(_) | ReleaseOutcome::NotHeld if request.withdraw => {
+                // A waiter that gave up and was never handed the lock: no
+                // lost lease, nothing for an operator (no HeldByOther metric).
+                info!(lock_name, owner, "the waiter gave up; it held nothing");
+                "withdrawn"
+            }
+            ReleaseOutcome::NotHeld => {
+                info!(lock_name, owner, "release found the lock not held");
+                "not_held"
             }
             ReleaseOutcome::HeldByOther(holder) => {
                 // The caller's lease ran out and someone took over: the caller's work
@@ -359,9 +369,9 @@ async fn within<T>(
 ) -> Result<T, StoreError> {
     match budget {
         None => call.await,
-        Some(budget) => tokio::time::timeout(budget, call)
+        Some(budget) => crate::deadline::scoped(budget, call)
             .await
-            .unwrap_or_else(|_| {
+            .unwrap_or_else(|| {
                 Err(StoreError::Unavailable(
                     "the store did not answer within the function's time budget".into(),
                 ))

@@ -91,6 +91,21 @@ pub struct AcquireRequest {
     pub task_token: Option<TaskToken>,
 }
 
+/// A caller that waits in the lock's queue: the token its task sleeps on
+/// and, when it has one, its wait bound (which bounds how long the store
+/// keeps what the queue needs of it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub token: TaskToken,
+    pub wait: Option<WaitBound>,
+}
+
+impl From<TaskToken> for Waiting {
+    fn from(token: TaskToken) -> Self {
+        Waiting { token, wait: None }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReleaseRequest {
     pub lock_name: LockName,
@@ -101,6 +116,12 @@ pub struct ReleaseRequest {
     /// The `limit` the lock was acquired with (acquire's output carries it):
     /// it tells the store which kind of grant to free first. Default 1.
     pub limit: Limit,
+    /// `withdraw: true`: the caller is a waiter that gives up (the queued
+    /// workflow's wait ran out). It leaves the queue and frees a grant a
+    /// hand-off may have just made it; a lock held by someone else is then
+    /// no sign of a lost lease, and the answer is `withdrawn`, not
+    /// `held_by_other`.
+    pub withdraw: bool,
 }
 
 const ACQUIRE_FIELDS: &[&str] = &[
@@ -125,6 +146,7 @@ const RELEASE_FIELDS: &[&str] = &[
     "leaseSeconds",
     "outcome",
     "limit",
+    "withdraw",
 ];
 
 impl AcquireRequest {
@@ -197,6 +219,7 @@ impl ReleaseRequest {
             owner: Owner::new(required_string(fields, "owner")?)?,
             fencing_token,
             limit: optional_limit(fields)?,
+            withdraw: optional_bool(fields, "withdraw")?.unwrap_or(false),
         })
     }
 }
@@ -241,6 +264,14 @@ fn optional_string<'a>(
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
         Some(_) => Err(LockError::invalid(field, "must be a string")),
+    }
+}
+
+fn optional_bool(fields: &Map<String, Value>, field: &str) -> Result<Option<bool>, LockError> {
+    match fields.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(_) => Err(LockError::invalid(field, "must be true or false")),
     }
 }
 
@@ -349,6 +380,19 @@ mod tests {
             }
             other => panic!("expected InvalidRequest, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn withdraw_is_a_boolean_and_off_by_default() {
+        let base = json!({"lockName": "etl", "owner": "me"});
+        assert!(!ReleaseRequest::from_event(&base).unwrap().withdraw);
+        let with = json!({"lockName": "etl", "owner": "me", "withdraw": true});
+        assert!(ReleaseRequest::from_event(&with).unwrap().withdraw);
+        let bad = json!({"lockName": "etl", "owner": "me", "withdraw": "yes"});
+        assert!(matches!(
+            ReleaseRequest::from_event(&bad),
+            Err(LockError::InvalidRequest { field, .. }) if field == "withdraw"
+        ));
     }
 
     #[test]

@@ -5,8 +5,7 @@ use std::future::Future;
 
 use crate::error::StoreError;
 use crate::model::{AcquireOutcome, EpochMillis, LockName, Owner, ReleaseOutcome};
-use crate::queue::TaskToken;
-use crate::request::{LeaseSeconds, Limit};
+use crate::request::{LeaseSeconds, Limit, Waiting};
 use crate::view::{LockList, LockView};
 
 /// Every call must be a single atomic decision at the store (a conditional
@@ -38,7 +37,7 @@ pub trait LockStore: Send + Sync {
     }
 
     /// [`LockStore::acquire_with_limit`] for a caller that waits in a queue
-    /// instead of failing: a grant or renewal completes `task_token` with the
+    /// instead of failing: a grant or renewal completes `waiting.token` with the
     /// grant at once; otherwise the caller joins the lock's queue, atomically
     /// with the state that refused it, and a later release hands it the lock.
     /// A store without a queue refuses (the default).
@@ -48,10 +47,10 @@ pub trait LockStore: Send + Sync {
         owner: &Owner,
         lease: LeaseSeconds,
         limit: Limit,
-        task_token: &TaskToken,
+        waiting: &Waiting,
         now: EpochMillis,
     ) -> impl Future<Output = Result<AcquireOutcome, StoreError>> + Send {
-        let _ = (lock_name, owner, lease, limit, task_token, now);
+        let _ = (lock_name, owner, lease, limit, waiting, now);
         std::future::ready(Err(StoreError::Refused {
             field: "taskToken".into(),
             rule: "is not supported by this lock store: it keeps no queue".into(),
@@ -110,4 +109,29 @@ pub trait LockStore: Send + Sync {
     /// reads pages of the store's whole content (DESIGN.md, "Operators'
     /// reads", gives the cost per store).
     fn list_held(&self, max: usize) -> impl Future<Output = Result<LockList, StoreError>> + Send;
+
+    /// Up to `max` locks whose queue may be owed something that no release
+    /// will bring: waiters on a lock with room, or a hand-off whose wake-up
+    /// is unconfirmed (the reconciler's list). A store without a queue has
+    /// none (the default).
+    fn queues_to_wake(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<LockName>, StoreError>> + Send {
+        let _ = max;
+        std::future::ready(Ok(Vec::new()))
+    }
+
+    /// What every release does for the lock's queue, for a lock whose
+    /// releases have all happened: sends the wake-ups earlier hand-offs owe,
+    /// then hands room to the oldest waiters. Writes nothing when nothing
+    /// is owed; a store without a queue does nothing (the default).
+    fn wake_queue(
+        &self,
+        lock_name: &LockName,
+        now: EpochMillis,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (lock_name, now);
+        std::future::ready(Ok(()))
+    }
 }

@@ -63,7 +63,7 @@ async fn stores_without_a_queue_refuse_a_task_token() {
                 &owner("arn:q"),
                 lease(60),
                 Limit::ONE,
-                &token,
+                &token.clone().into(),
                 EpochMillis::now(),
             )
             .await;

@@ -292,6 +292,25 @@ async fn a_release_reports_its_hold_time_and_an_overlap_is_counted() {
 }
 
 #[tokio::test]
+async fn a_waiter_that_gave_up_is_withdrawn_and_counts_no_overlap() {
+    let (captured, lock) = (Captured::default(), unique("metrics-withdrawn"));
+    let locker = locker(&captured).await;
+    let now = EpochMillis::now();
+    locker
+        .acquire(&json!({"lockName": lock, "owner": "arn:a"}), now)
+        .await
+        .unwrap();
+    captured.take();
+    // The queued workflow's wait ran out: it never held the lock, so a lock
+    // held by someone else is no lost lease (no HeldByOther alarm).
+    let gave_up = json!({"lockName": lock, "owner": "arn:b", "withdraw": true});
+    let answer = locker.release(&gave_up, now).await.unwrap();
+    assert_eq!(answer.outcome, "withdrawn");
+    assert!(!answer.released);
+    assert!(captured.take().is_empty(), "withdrawn reports nothing");
+}
+
+#[tokio::test]
 async fn acquire_errors_other_than_contention_are_counted() {
     let captured = Captured::default();
     let locker = locker(&captured).await;

@@ -5,9 +5,7 @@
 mod common;
 
 use common::sfn::owner_of;
-use common::tokens::{
-    close, fail_next_wakes, is_open, mint, queued_store, throttle_next_wakes, woken_with,
-};
+use common::tokens::{close, fail_next_wakes, is_open, mint, queued_store, woken_with};
 use common::{client, get_item, unique};
 use sfn_lock::dynamodb_queue::QUEUE_LENGTH;
 use sfn_lock::{
@@ -40,7 +38,7 @@ async fn queue(
 ) -> (TaskToken, AcquireOutcome) {
     let token = mint(who.as_str());
     let outcome = store
-        .acquire_or_queue(lock, who, lease(60), limit, &token, now)
+        .acquire_or_queue(lock, who, lease(60), limit, &token.clone().into(), now)
         .await
         .expect("a queued acquire");
     (token, outcome)
@@ -289,7 +287,14 @@ async fn a_renewal_whose_task_was_already_woken_keeps_the_grant() {
     woken_with(&token);
     // The same acquire again (a duplicate invocation): the task is completed.
     let again = store
-        .acquire_or_queue(&lock, &owner("b"), lease(60), Limit::ONE, &token, now)
+        .acquire_or_queue(
+            &lock,
+            &owner("b"),
+            lease(60),
+            Limit::ONE,
+            &token.clone().into(),
+            now,
+        )
         .await;
     assert!(
         matches!(again, Err(StoreError::Refused { ref field, .. }) if field == "taskToken"),
@@ -313,7 +318,7 @@ async fn a_grant_to_a_task_that_had_ended_is_taken_back_at_once() {
             &owner("a"),
             lease(60),
             Limit::ONE,
-            &token,
+            &token.clone().into(),
             EpochMillis::now(),
         )
         .await;
@@ -374,33 +379,6 @@ async fn a_hand_off_to_an_ended_waiter_that_could_not_be_told_apart_is_swept() {
 }
 
 #[tokio::test]
-async fn a_wake_up_refused_as_throttled_keeps_the_waiters_place_for_the_retried_release() {
-    let (store, lock, now) = held_by_a("queue-throttled").await;
-    let b_owner = owner(&unique("b"));
-    let (b, _) = queue(&store, &lock, &b_owner, Limit::ONE, now).await;
-    let (c, _) = queue(&store, &lock, &owner("c"), Limit::ONE, now).await;
-    throttle_next_wakes(b_owner.as_str(), 2);
-    // Nothing landed: the release fails, to be retried, and B keeps its place.
-    let first = store.release(&lock, &owner("a"), now).await;
-    assert!(
-        matches!(first, Err(StoreError::Unavailable(_))),
-        "{first:?}"
-    );
-    assert!(is_open(&b));
-    assert_eq!(
-        owner_of(lock.as_str()).await,
-        None,
-        "nobody holds it unwoken"
-    );
-    assert_eq!(queue_length(&lock).await, 2);
-    // Step Functions retries the release: not held any more, it wakes B.
-    let retried = store.release(&lock, &owner("a"), now).await.unwrap();
-    assert_eq!(retried, ReleaseOutcome::NotHeld);
-    assert_eq!(woken_with(&b)["owner"], b_owner.as_str());
-    assert!(is_open(&c));
-}
-
-#[tokio::test]
 async fn an_older_attempt_still_running_cannot_put_back_its_dead_token() {
     let (store, lock, now) = held_by_a("queue-stale-attempt").await;
     // Attempt 1 began first; Lambda reported it failed while it still ran,
@@ -408,11 +386,25 @@ async fn an_older_attempt_still_running_cannot_put_back_its_dead_token() {
     let (older, newer) = (mint("arn:exec:b"), mint("arn:exec:b"));
     let later = EpochMillis(now.0 + 2_000);
     store
-        .acquire_or_queue(&lock, &owner("b"), lease(60), Limit::ONE, &newer, later)
+        .acquire_or_queue(
+            &lock,
+            &owner("b"),
+            lease(60),
+            Limit::ONE,
+            &newer.clone().into(),
+            later,
+        )
         .await
         .unwrap();
     let stale = store
-        .acquire_or_queue(&lock, &owner("b"), lease(60), Limit::ONE, &older, now)
+        .acquire_or_queue(
+            &lock,
+            &owner("b"),
+            lease(60),
+            Limit::ONE,
+            &older.clone().into(),
+            now,
+        )
         .await;
     // Retryable, in case it was the newest after all; an older attempt's
     // task is closed, so its error goes nowhere.

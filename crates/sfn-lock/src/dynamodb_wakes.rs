@@ -1,0 +1,135 @@
+//! Wake-ups owed by earlier hand-offs (DESIGN.md, "Queue"): a hand-off
+//! writes `wake:<id>` beside its grant and removes it once `SendTaskSuccess`
+//! took; a marker still there means the waiter may sleep on a lock it holds
+//! (the answer was lost, the call was cut short, the wake-up throttled).
+//! Every pump sends those again first: release, acquire, the sweep and the
+//! reconciler all pump.
+//!
+//! A repeated `SendTaskSuccess` on a task an earlier one completed is
+//! answered like one on a dead task (`TaskTimedOut`), so a re-send never
+//! takes a grant back: a closed answer leaves the grant with its waiter,
+//! whose own Catch (its wait bound) or the sweep (its execution ended)
+//! frees it. Before it sends, a pump claims the marker (`<seq>/<sends>` one
+//! higher, conditioned on the value it read): two pumps never send for one
+//! claim, and the hand-off's own take-back, conditioned on the unclaimed
+//! value, can no longer undo a grant whose waiter another pump woke.
+
+use tracing::{info, warn};
+
+use crate::dynamodb::*;
+use crate::dynamodb_handoff::{granted_lease, holds, time_for_a_hand_off};
+use crate::dynamodb_item::string;
+use crate::dynamodb_queue::*;
+use crate::error::StoreError;
+use crate::model::LockName;
+use crate::queue::WakeOutcome;
+
+const CLAIM_WAKE: &str = "SET #wake = :claimed";
+const CLEAR_WAKE: &str = "REMOVE #wake";
+/// The marker as the caller read it: another pump has not moved it on.
+const WAKE_AS_READ: &str = "#wake = :seen";
+
+impl DynamoStore {
+    /// Sends every wake-up the item's markers say is owed, oldest first,
+    /// while Step Functions takes them; the item after, `None` if it is gone.
+    pub(crate) async fn resend_wakes(
+        &self,
+        lock_name: &LockName,
+        item: Item,
+    ) -> Result<Option<Item>, StoreError> {
+        let name = lock_name.as_str();
+        let Some(waker) = self.waker.clone() else {
+            return Ok(Some(item));
+        };
+        let mut item = item;
+        for pending in pending_wakes(&item)? {
+            if !time_for_a_hand_off() {
+                break;
+            }
+            let wake = pending.entry.wake_name();
+            let waiter = self.read_waiter(&pending.entry).await?;
+            let Some(waiter) = waiter.filter(|waiter| holds(&item, &waiter.owner).unwrap_or(false))
+            else {
+                // Its grant is gone (released, expired and taken over) or
+                // its waiter item is: nobody is owed this wake-up any more.
+                self.clear_wake(lock_name, &wake, &pending.value).await;
+                continue;
+            };
+            let claimed = pending.claimed();
+            let write = Write::new(CLAIM_WAKE, WAKE_AS_READ)
+                .name_as("#wake", &wake)
+                .value(":claimed", string(&claimed))
+                .value(":seen", string(&pending.value));
+            item = match self.conditional_update(name, write).await {
+                Ok(next) => next,
+                // Another pump is on it, or the grant moved: as it is now.
+                Err(WriteFailure::ConditionFailed(Some(next))) => {
+                    item = next;
+                    continue;
+                }
+                Err(WriteFailure::ConditionFailed(None)) => return Ok(None),
+                Err(WriteFailure::Store(error)) => return Err(error),
+            };
+            let lease = granted_lease(lock_name, &waiter.owner, waiter.limit, &item)?;
+            let output = grant_output(&lease, waiter.lease, waiter.limit, "granted");
+            let owner = waiter.owner.as_str();
+            match waker.wake(&waiter.token, output).await {
+                WakeOutcome::Woken => {
+                    info!(
+                        lock_name = name,
+                        owner,
+                        sends = pending.sends + 1,
+                        "woke a waiter an earlier hand-off had not"
+                    );
+                    self.clear_wake(lock_name, &wake, &claimed).await;
+                    self.delete_waiter(&pending.entry).await;
+                }
+                WakeOutcome::Closed(detail) => {
+                    // Woken before, or dead: nobody can tell. The grant stays.
+                    info!(
+                        lock_name = name,
+                        owner,
+                        error = detail,
+                        "the waiter's task is closed (woken by an earlier wake-up, or ended); its grant stays"
+                    );
+                    self.clear_wake(lock_name, &wake, &claimed).await;
+                }
+                WakeOutcome::Refused(detail) => {
+                    // Throttled: the next pump tries again; not more now.
+                    warn!(
+                        lock_name = name,
+                        owner,
+                        error = detail,
+                        "Step Functions refused a wake-up again; the next pump sends it"
+                    );
+                    return Ok(Some(item));
+                }
+                WakeOutcome::Unknown(detail) => {
+                    warn!(
+                        lock_name = name,
+                        owner,
+                        error = detail,
+                        "whether a re-sent wake-up took is unknown; the next pump sends it again"
+                    );
+                }
+            }
+        }
+        Ok(Some(item))
+    }
+
+    /// Removes a wake marker that still has the value the caller read or
+    /// wrote. Best effort: one left behind costs the next pump a read and a
+    /// `SendTaskSuccess` that answers "closed", and changes no grant.
+    pub(crate) async fn clear_wake(&self, lock_name: &LockName, wake: &str, value: &str) {
+        let write = Write::new(CLEAR_WAKE, WAKE_AS_READ)
+            .name_as("#wake", wake)
+            .value(":seen", string(value));
+        match self.conditional_update(lock_name.as_str(), write).await {
+            Ok(_) | Err(WriteFailure::ConditionFailed(_)) => {}
+            Err(WriteFailure::Store(error)) => {
+                warn!(lock_name = lock_name.as_str(), %error,
+                      "a wake marker stays; the next pump looks at it again");
+            }
+        }
+    }
+}
