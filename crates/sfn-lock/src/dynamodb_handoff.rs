@@ -105,7 +105,9 @@ impl DynamoStore {
             );
             return done(Some(item));
         };
-        let Some(mut item) = self.resend_wakes(lock_name, item).await? else {
+        // Boxed, as the other nested store futures: the binaries' async
+        // layouts otherwise exceed rustc's query depth.
+        let Some(mut item) = Box::pin(self.resend_wakes(lock_name, item)).await? else {
             return done(None);
         };
         if pending_wakes(&item)?.len() >= MAX_PENDING_WAKES {
@@ -216,8 +218,8 @@ impl DynamoStore {
                         waited_ms = now.0 - waiter.enqueued_at.0,
                         "lock handed to the oldest waiter"
                     );
-                    self.clear_wake(lock_name, &wake, &fresh).await;
-                    self.delete_waiter(&head).await;
+                    Box::pin(self.clear_wake(lock_name, &wake, &fresh)).await;
+                    Box::pin(self.delete_waiter(&head)).await;
                     return handed(true, item);
                 }
                 WakeOutcome::Closed(detail) => {

@@ -245,7 +245,8 @@ async fn a_re_sent_wake_up_that_finds_the_task_closed_leaves_the_grant() {
 #[tokio::test]
 async fn a_woken_waiters_item_goes_and_a_waiting_one_expires_with_its_bound() {
     let (store, lock, now) = held_by_a("waiter-items").await;
-    let token = mint("arn:exec:b");
+    let b = owner(&unique("b"));
+    let token = mint(b.as_str());
     let wait = WaitBound {
         started_at: now,
         max_wait_seconds: 600,
@@ -255,10 +256,10 @@ async fn a_woken_waiters_item_goes_and_a_waiting_one_expires_with_its_bound() {
         wait: Some(wait),
     };
     store
-        .acquire_or_queue(&lock, &owner("b"), lease(60), Limit::ONE, &waiting, now)
+        .acquire_or_queue(&lock, &b, lease(60), Limit::ONE, &waiting, now)
         .await
         .unwrap();
-    let key = waiter_key(&lock, "arn:exec:b").await;
+    let key = waiter_key(&lock, b.as_str()).await;
     let item = get_item(&client().await, &key)
         .await
         .expect("the waiter item");
