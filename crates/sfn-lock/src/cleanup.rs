@@ -85,11 +85,21 @@ pub struct Sweeper<S, E, Q> {
     pub policy: SweepPolicy,
 }
 
-enum Handled {
+/// What the sweep did with one event or one execution.
+pub(crate) enum Handled {
     Released(Vec<ReleasedLock>),
     Ignored,
     Skipped,
     Deferred(u32),
+}
+
+/// The sweep's decision on one execution, and the releases it allows: what
+/// an event's execution gets ([`Sweeper::sweep`]) and what each execution the
+/// reconciler finds holding a lock gets (`reconcile.rs`), the same path.
+pub(crate) struct Judge<'a, S, E> {
+    pub store: &'a S,
+    pub executions: &'a E,
+    pub policy: &'a SweepPolicy,
 }
 
 impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
@@ -183,6 +193,28 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
         let Some(owner) = ended_execution(event) else {
             return Ok(Handled::Ignored);
         };
+        self.judge().execution_ended(&owner, now).await
+    }
+
+    /// The per-execution path, on this sweep's store, Step Functions and policy.
+    pub(crate) fn judge(&self) -> Judge<'_, S, E> {
+        Judge {
+            store: &self.store,
+            executions: &self.executions,
+            policy: &self.policy,
+        }
+    }
+}
+
+impl<S: LockStore, E: Executions> Judge<'_, S, E> {
+    /// Whatever said `owner` ended (an event, or the reconciler finding it
+    /// holding a lock), Step Functions decides: released only if it has
+    /// ended, is one this sweep serves, and the grace has passed.
+    pub(crate) async fn execution_ended(
+        &self,
+        owner: &Owner,
+        now: EpochMillis,
+    ) -> Result<Handled, LockError> {
         let execution = owner.as_str();
         let Some(facts) = self.executions.describe(execution).await? else {
             warn!(
@@ -219,7 +251,7 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
                 let ended = facts.stop_date.unwrap_or(now);
                 let granted_before = ended.plus_seconds(LATE_ACQUIRE_SECONDS);
                 Ok(Handled::Released(
-                    release_all(&self.store, &owner, granted_before, now).await?,
+                    release_all(self.store, owner, granted_before, now).await?,
                 ))
             }
         }
@@ -306,9 +338,10 @@ async fn release_all<S: LockStore>(
 ) -> Result<Vec<ReleasedLock>, LockError> {
     let mut released = Vec::new();
     for lock_name in store.locks_held_by(owner).await? {
-        let outcome = store
-            .release_granted_before(&lock_name, owner, granted_before, now)
-            .await?;
+        // Boxed: the store's release nests the queue's futures, and the
+        // sweep binary's async layout otherwise exceeds rustc's query depth.
+        let outcome =
+            Box::pin(store.release_granted_before(&lock_name, owner, granted_before, now)).await?;
         match outcome {
             ReleaseOutcome::Released => {
                 info!(lock_name = %lock_name, owner = %owner, "released a lock its ended execution still held");

@@ -9,7 +9,7 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::config::SharedHttpClient;
 use lambda_runtime::{Diagnostic, LambdaEvent};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use tracing::warn;
 use tracing_subscriber::filter::{LevelFilter, Targets};
@@ -26,6 +26,7 @@ use crate::lock::{AcquireAnswer, Locker, ReleaseResponse, DEFAULT_LEASE_SECONDS}
 use crate::metrics::Metrics;
 use crate::model::EpochMillis;
 use crate::queue::SfnWaker;
+use crate::reconcile::{is_reconcile, ReconcileLimits, ReconcileReport};
 use crate::request::LeaseSeconds;
 use crate::store_url::StoreUrl;
 use crate::sweep_policy::SweepPolicy;
@@ -281,27 +282,50 @@ pub async fn sweeper_from_env() -> ConfiguredSweeper {
     Ok(SweepFunction { sweeper, metrics })
 }
 
+/// What the cleanup function answers: the sweep's report (an SQS batch's
+/// `batchItemFailures` among it), or a reconciler run's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum SweepAnswer {
+    Sweep(SweepReport),
+    Reconcile(ReconcileReport),
+}
+
+/// The cleanup function: an SQS batch of execution ends (or one such event)
+/// is swept; the reconciler's scheduled input (`{"sfnLockReconcile": {}}`)
+/// runs the reconciler (`reconcile.rs`). Both within the invocation's deadline.
 pub async fn handle_sweep(
     sweeper: &ConfiguredSweeper,
     event: LambdaEvent<Payload>,
-) -> Result<SweepReport, Diagnostic> {
+) -> Result<SweepAnswer, Diagnostic> {
     let SweepFunction { sweeper, metrics } = configured(sweeper)?;
     match &event.payload {
+        Payload::Json(json) if is_reconcile(json) => {
+            let now = EpochMillis::now();
+            // Boxed, as the sweep: the binary's async layout otherwise
+            // exceeds rustc's query depth.
+            let report = Box::pin(sweeper.reconcile_within(
+                now,
+                budget(&event.context),
+                ReconcileLimits::default(),
+            ))
+            .await?;
+            metrics.reconciled(&report, now);
+            Ok(SweepAnswer::Reconcile(report))
+        }
         Payload::Json(json) => {
             // Per record: a batch cut short reports its unfinished records alone.
             let now = EpochMillis::now();
-            let report = sweeper
-                .sweep_within(json, now, budget(&event.context))
-                .await?;
+            let report = Box::pin(sweeper.sweep_within(json, now, budget(&event.context))).await?;
             metrics.swept(&report, now);
-            Ok(report)
+            Ok(SweepAnswer::Sweep(report))
         }
         Payload::Malformed(error) => {
             warn!(error, "ignored an event that is not valid JSON");
-            Ok(SweepReport {
+            Ok(SweepAnswer::Sweep(SweepReport {
                 ignored: 1,
                 ..SweepReport::default()
-            })
+            }))
         }
     }
 }

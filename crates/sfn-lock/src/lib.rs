@@ -45,6 +45,7 @@ pub mod metrics;
 mod metrics_emf;
 mod model;
 pub mod queue;
+pub mod reconcile;
 mod request;
 #[cfg(feature = "s3")]
 pub mod s3;

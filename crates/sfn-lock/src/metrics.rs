@@ -9,6 +9,7 @@ use crate::error::LockError;
 use crate::lock::{AcquireAnswer, ReleaseResponse};
 pub use crate::metrics_emf::{Metrics, Sample, Sink, Unit};
 use crate::model::EpochMillis;
+use crate::reconcile::ReconcileReport;
 use crate::request::AcquireRequest;
 
 /// A new grant (`outcome: granted`).
@@ -42,6 +43,12 @@ pub const HELD_BY_OTHER: &str = "HeldByOther";
 pub const HOLD_TIME: &str = "HoldTime";
 /// A lock the sweep released: an execution ended without releasing it.
 pub const SWEEP_RELEASES: &str = "SweepReleases";
+/// A lock the reconciler released: its execution ended and no event (or no
+/// successful sweep of one) freed it, a lost status event.
+pub const RECONCILE_RELEASES: &str = "ReconcileReleases";
+/// A queue the reconciler woke: room was owed to its waiters and no release
+/// had handed it on.
+pub const RECONCILE_WAKES: &str = "ReconcileWakes";
 
 /// Every metric this crate emits, with its unit.
 pub const METRICS: &[(&str, Unit)] = &[
@@ -58,6 +65,8 @@ pub const METRICS: &[(&str, Unit)] = &[
     (HELD_BY_OTHER, Unit::Count),
     (HOLD_TIME, Unit::Milliseconds),
     (SWEEP_RELEASES, Unit::Count),
+    (RECONCILE_RELEASES, Unit::Count),
+    (RECONCILE_WAKES, Unit::Count),
 ];
 
 /// The dimension that holds the lock name. Every record also goes to the set
@@ -175,6 +184,20 @@ impl Metrics {
     pub fn swept(&self, report: &SweepReport, now: EpochMillis) {
         for lock in &report.released {
             self.record(Some(&lock.lock_name), now, &[Sample::count(SWEEP_RELEASES)]);
+        }
+    }
+
+    /// One record per lock the reconciler released and per queue it woke.
+    pub fn reconciled(&self, report: &ReconcileReport, now: EpochMillis) {
+        for lock in &report.released {
+            self.record(
+                Some(&lock.lock_name),
+                now,
+                &[Sample::count(RECONCILE_RELEASES)],
+            );
+        }
+        for lock_name in &report.queues_woken {
+            self.record(Some(lock_name), now, &[Sample::count(RECONCILE_WAKES)]);
         }
     }
 }

@@ -143,7 +143,7 @@ impl SweepPolicy {
         }
         if facts.status != ExecutionStatus::Ended {
             return Verdict::Skip(
-                "the execution is running again (redriven): its locks are its own",
+                "the execution is running (or running again after a redrive): its locks are its own",
             );
         }
         let release_at = ended_at.plus_seconds(self.grace_seconds);
