@@ -58,9 +58,13 @@
 #                                   the DynamoDB calls its code reaches (action and table or
 #                                   index ARN, from the Rust source), and every call is reached;
 #                                   with LockStore s3 and ssm, exactly that store's grants (and
-#                                   every call of s3.rs / ssm.rs allowed)
+#                                   every call of s3.rs / ssm.rs allowed); the sweep's entry points
+#                                   include the reconciler's (reconcile.rs: list_held,
+#                                   queues_to_wake, wake_queue)
 # 15. schedule (+ self-test)        the skip-if-running schedule bounds its retries, passes
-#                                   the scheduled time, and may only start that state machine
+#                                   the scheduled time, and may only start that state machine;
+#                                   the reconciler's (ReconcileSchedule, default 5 minutes, empty
+#                                   off) sends {"sfnLockReconcile": {}} to the sweep function only
 # 16. lock_store (+ self-test)      for every LockStore value: the three lock functions'
 #                                   LOCK_STORE_URL names that store (and the same one), only
 #                                   its resources are deployed (the queued workflow with

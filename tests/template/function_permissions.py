@@ -97,8 +97,8 @@ from cfn_template import TemplateError, intrinsic, load, specialize, transform  
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = "crates/sfn-lock/src"
-LOCK_RS, CLEANUP_RS, LAMBDA_RS, QUEUE_RS = (f"{SRC}/{name}" for name in
-                                            ("lock.rs", "cleanup.rs", "lambda.rs", "queue.rs"))
+LOCK_RS, CLEANUP_RS, LAMBDA_RS, QUEUE_RS, RECONCILE_RS = (
+    f"{SRC}/{name}" for name in ("lock.rs", "cleanup.rs", "lambda.rs", "queue.rs", "reconcile.rs"))
 STORE_FILES = re.compile(rf"{re.escape(SRC)}/dynamodb[a-z_]*\.rs")
 TABLE = "LockTable"
 TABLE_ARN = "${LockTable.Arn}"
@@ -158,7 +158,10 @@ SSM_OPERATIONS = {"get_parameters_by_path", "put_parameter", "delete_parameters"
 # - release-execution-locks: main.rs runs handle_sweep, which calls
 #   Sweeper::sweep_within (cleanup.rs); cleanup.rs's store calls (release_all) are
 #   locks_held_by (the owner index, and a semaphore permit's marker), then
-#   release_granted_before for each lock found.
+#   release_granted_before for each lock found. For the reconciler's scheduled
+#   input handle_sweep calls Sweeper::reconcile_within (reconcile.rs), whose own
+#   store calls are list_held, queues_to_wake and wake_queue, and which takes
+#   cleanup.rs's per-execution path (Judge) for each holder: the same two.
 # The trait's provided acquire() and release() (store.rs) only forward to the
 # *_with_limit methods, and no function calls them. CHAINS checks each step.
 # LockStore methods only the CLI calls (crates/sfn-lock-cli/src/ops.rs), with the
@@ -168,7 +171,8 @@ OPERATOR_ENTRY_POINTS = ("inspect", "list_held")
 ENTRY_POINTS = {
     "AcquireLockFunction": ("acquire_with_limit", "acquire_or_queue"),
     "ReleaseLockFunction": ("release_with_limit",),
-    "ReleaseExecutionLocksFunction": ("locks_held_by", "release_granted_before"),
+    "ReleaseExecutionLocksFunction": ("locks_held_by", "release_granted_before", "list_held", "queues_to_wake",
+                                      "wake_queue"),
 }
 
 
@@ -185,11 +189,13 @@ class Chain:
     inner: str | None = None
 
 
+# Each function's chains; its entry points are the store calls of all of them.
 CHAINS = {
-    "AcquireLockFunction": Chain("acquire-lock", "handle_acquire", "answer_within", LOCK_RS, inner="decide"),
-    "ReleaseLockFunction": Chain("release-lock", "handle_release", "release", LOCK_RS),
-    "ReleaseExecutionLocksFunction": Chain("release-execution-locks", "handle_sweep", "sweep_within", CLEANUP_RS,
-                                           whole_file=True),
+    "AcquireLockFunction": (Chain("acquire-lock", "handle_acquire", "answer_within", LOCK_RS, inner="decide"),),
+    "ReleaseLockFunction": (Chain("release-lock", "handle_release", "release", LOCK_RS),),
+    "ReleaseExecutionLocksFunction": (
+        Chain("release-execution-locks", "handle_sweep", "sweep_within", CLEANUP_RS, whole_file=True),
+        Chain("release-execution-locks", "handle_sweep", "reconcile_within", RECONCILE_RS, whole_file=True)),
 }
 
 # SDK operations whose IAM actions are not dynamodb:<Operation>: transactions are
@@ -446,41 +452,48 @@ def _store_calls(code: str) -> list[tuple[str, int]]:
     return [(m.group(1), m.start()) for m in re.finditer(r"\bstore\s*\.\s*(\w+)\s*\(", code)]
 
 
+def _check_chain(template: dict, sources: Sources, function: str, chain: Chain,
+                 covered: dict[str, list[tuple[int, int]]]) -> set[str]:
+    """The store methods one chain of the function reaches; its scope is added to `covered`."""
+    resource = (template.get("Resources", {}) or {}).get(function)
+    if resource is None:
+        raise SourceError(f"template: no {function}")
+    binary = ((resource.get("Metadata", {}) or {}).get("BuildProperties", {}) or {}).get("Binary")
+    if binary != chain.binary:
+        raise SourceError(f"template: {function} builds {binary!r}, this check follows {chain.binary!r}")
+    main = f"crates/{chain.binary}/src/main.rs"
+    if main not in sources:
+        raise SourceError(f"no {main}")
+    if not re.search(rf"\b{chain.handler}\s*\(", _code(sources[main])):
+        raise SourceError(f"{main} does not call {chain.handler}: update CHAINS")
+    handler = _fn_body(_code(sources[LAMBDA_RS]), chain.handler, LAMBDA_RS)
+    if not re.search(rf"\.\s*{chain.link}\s*\(", handler):
+        raise SourceError(f"{LAMBDA_RS}: {chain.handler} does not call .{chain.link}(: update CHAINS")
+    if chain.file not in sources:
+        raise SourceError(f"no {chain.file}")
+    code = _code(sources[chain.file])
+    start, end = _fn_span(code, chain.link, chain.file)
+    if chain.inner:
+        if not re.search(rf"\bself\s*\.\s*{chain.inner}\s*\(", code[start:end]):
+            raise SourceError(f"{chain.file}: fn {chain.link} does not call self.{chain.inner}(: update CHAINS")
+        start, end = _fn_span(code, chain.inner, chain.file)
+    if chain.whole_file:
+        start, end = 0, len(code)
+    covered.setdefault(chain.file, []).append((start, end))
+    return {name for name, _ in _store_calls(code[start:end])}
+
+
 def check_chains(template: dict, sources: Sources) -> None:
     """Each function's entry points are still the ones its code reaches."""
     covered: dict[str, list[tuple[int, int]]] = {}
-    for function, chain in CHAINS.items():
-        resource = (template.get("Resources", {}) or {}).get(function)
-        if resource is None:
-            raise SourceError(f"template: no {function}")
-        binary = ((resource.get("Metadata", {}) or {}).get("BuildProperties", {}) or {}).get("Binary")
-        if binary != chain.binary:
-            raise SourceError(f"template: {function} builds {binary!r}, this check follows {chain.binary!r}")
-        main = f"crates/{chain.binary}/src/main.rs"
-        if main not in sources:
-            raise SourceError(f"no {main}")
-        if not re.search(rf"\b{chain.handler}\s*\(", _code(sources[main])):
-            raise SourceError(f"{main} does not call {chain.handler}: update CHAINS")
-        handler = _fn_body(_code(sources[LAMBDA_RS]), chain.handler, LAMBDA_RS)
-        if not re.search(rf"\.\s*{chain.link}\s*\(", handler):
-            raise SourceError(f"{LAMBDA_RS}: {chain.handler} does not call .{chain.link}(: update CHAINS")
-        if chain.file not in sources:
-            raise SourceError(f"no {chain.file}")
-        code = _code(sources[chain.file])
-        start, end = _fn_span(code, chain.link, chain.file)
-        if chain.inner:
-            if not re.search(rf"\bself\s*\.\s*{chain.inner}\s*\(", code[start:end]):
-                raise SourceError(f"{chain.file}: fn {chain.link} does not call self.{chain.inner}(: update CHAINS")
-            start, end = _fn_span(code, chain.inner, chain.file)
-        if chain.whole_file:
-            start, end = 0, len(code)
-        scope = code[start:end]
-        called = sorted({name for name, _ in _store_calls(scope)})
-        if called != sorted(ENTRY_POINTS[function]):
-            raise SourceError(f"{chain.file}: {function}'s code ({'the file' if chain.whole_file else 'fn ' + chain.link}) "
-                              f"calls store methods {called}, this check follows {sorted(ENTRY_POINTS[function])}: "
-                              "update ENTRY_POINTS")
-        covered.setdefault(chain.file, []).append((start, end))
+    for function, chains in CHAINS.items():
+        called_by_function: set[str] = set()
+        for chain in chains:
+            called_by_function |= _check_chain(template, sources, function, chain, covered)
+        if sorted(called_by_function) != sorted(ENTRY_POINTS[function]):
+            where = ", ".join(f"{c.file} ({'the file' if c.whole_file else 'fn ' + c.link})" for c in chains)
+            raise SourceError(f"{where}: {function}'s code calls store methods {sorted(called_by_function)}, "
+                              f"this check follows {sorted(ENTRY_POINTS[function])}: update ENTRY_POINTS")
     for path, spans in covered.items():
         code = _code(sources[path])
         for name, position in _store_calls(code):
@@ -843,7 +856,7 @@ def report(template: dict, sources: Sources) -> list[str]:
     needed, _ = needs(template, sources)
     lines = []
     for function, function_needs in needed.items():
-        lines.append(f"{function} ({CHAINS[function].binary}): entry points {', '.join(ENTRY_POINTS[function])}")
+        lines.append(f"{function} ({CHAINS[function][0].binary}): entry points {', '.join(ENTRY_POINTS[function])}")
         for key in sorted({(need.action, need.resource) for need in function_needs}):
             sites = sorted({f"{need.call.method} ({need.call.where()})" for need in function_needs
                             if (need.action, need.resource) == key})
@@ -854,7 +867,7 @@ def report(template: dict, sources: Sources) -> list[str]:
 def read_sources(root: Path = ROOT) -> Sources:
     """Every Rust source file of the crates under `root` (the template's folder)."""
     sources = {str(path.relative_to(root)): path.read_text() for path in sorted((root / "crates").glob("*/src/**/*.rs"))}
-    missing = [path for path in (LOCK_RS, CLEANUP_RS, LAMBDA_RS) if path not in sources]
+    missing = [path for path in (LOCK_RS, CLEANUP_RS, LAMBDA_RS, RECONCILE_RS) if path not in sources]
     if missing:
         raise SourceError(f"{', '.join(missing)} not found under {root}")
     return sources
@@ -1001,6 +1014,10 @@ def self_test(raw: dict, sources: Sources) -> int:
          "extra", (ACQUIRE, "dynamodb:BatchGetItem")),
         ("release's SendTaskSuccess removed (the hand-off)", [_drop(RELEASE, "states:SendTaskSuccess")],
          "missing", (RELEASE, "states:SendTaskSuccess", "pump")),
+        ("the sweep's Scan removed (the reconciler lists the locks)", [_drop(SWEEP, "dynamodb:Scan")],
+         "missing", (SWEEP, "dynamodb:Scan", "list_held -> scan_held")),
+        ("the sweep's Scan only under the reconciler's condition", [_conditional(SWEEP, "dynamodb:Scan")],
+         "missing", (SWEEP, "dynamodb:Scan", "only under a condition")),
         ("the sweep's SendTaskSuccess removed", [_drop(SWEEP, "states:SendTaskSuccess")],
          "missing", (SWEEP, "states:SendTaskSuccess", "pump")),
         ("acquire's SendTaskSuccess only under a condition", [_conditional(ACQUIRE, "states:SendTaskSuccess")],
@@ -1026,9 +1043,9 @@ def self_test(raw: dict, sources: Sources) -> int:
         ("self.client.batch_write_item() in put_marker (acquire reaches it)",
          [_insert_into(PERMIT_WRITES_RS, "put_marker", "let _ = self.client.batch_write_item().send().await;")],
          "missing", (ACQUIRE, "dynamodb:BatchWriteItem", "acquire_with_limit -> put_marker")),
-        ("self.client.scan() in marker_lock (the sweep reaches it)",
-         [_insert_into(PERMIT_WRITES_RS, "marker_lock", "let _ = self.client.scan().send().await;")],
-         "missing", (SWEEP, "dynamodb:Scan", "locks_held_by -> marker_lock")),
+        ("self.client.batch_get_item() in marker_lock (the sweep reaches it)",
+         [_insert_into(PERMIT_WRITES_RS, "marker_lock", "let _ = self.client.batch_get_item().send().await;")],
+         "missing", (SWEEP, "dynamodb:BatchGetItem", "locks_held_by -> marker_lock")),
         ("a query of another index in release_any",
          [_insert_into(STORE_RS, "release_any",
                        'let _ = self.client.query().index_name("expiry-index").send().await;')],
@@ -1089,6 +1106,11 @@ def self_test(raw: dict, sources: Sources) -> int:
          [_insert_into(PERMIT_WRITES_RS, "put_marker", "let _ = self.client.transact_write_items().send().await;")]),
         ("the client passed out of DynamoStore",
          [_insert_into(PERMIT_WRITES_RS, "put_marker", "helper(&self.client);")]),
+        ("the reconciler calling a store method this check does not follow",
+         [_Edit(RECONCILE_RS, r"(pub async fn reconcile_within\()",
+                r"async fn stray<S: LockStore>(store: &S) { let _ = store.acquire_or_queue(); }\n    \g<1>")]),
+        ("handle_sweep no longer calling reconcile_within",
+         [_Edit(LAMBDA_RS, r"\.reconcile_within\(", ".reconcile_bounded(")]),
         ("a DynamoDB call in cleanup.rs", [_Edit(CLEANUP_RS, r"(async fn release_all<S: LockStore>\()",
                                                  r"fn stray(c: &Client) { c.put_item(); }\n\g<1>")]),
         ("the sweep function building another binary", [

@@ -20,6 +20,19 @@ Rules
                         InvocationDroppedCount among them, are per group: in the
                         account's default group they would mix with other schedules)
 
+The reconciler's schedule (ReconcilerSchedule, parameter ReconcileSchedule) invokes
+the sweep function with the reconciler's fixed input; a run missed is caught by the
+next, so its retries end within one default period.
+    reconcile-target    the target is ReleaseExecutionLocksFunction, through a role that may
+                        only lambda:InvokeFunction that function, assumed by
+                        scheduler.amazonaws.com of this account only
+    reconcile-input     Input is exactly {"sfnLockReconcile": {}} (reconcile.rs, RECONCILE_KEY)
+    reconcile-retry     RetryPolicy with MaximumEventAgeInSeconds <= RECONCILE_MAX_EVENT_AGE_SECONDS
+                        and MaximumRetryAttempts set
+    reconcile-switch    the schedule, its group and role hang on HasReconcileSchedule, which
+                        is ReconcileSchedule not empty (empty: off); the default is rate(5 minutes)
+    reconcile-group     a schedule group of its own
+
 Usage: schedule.py template.yaml | schedule.py --self-test
 """
 
@@ -38,6 +51,67 @@ SCHEDULE, ROLE, TARGET = "SkipIfRunningSchedule", "SkipIfRunningScheduleRole", "
 GROUP = "SkipIfRunningScheduleGroup"
 MAX_EVENT_AGE_SECONDS = 3600
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
+RECONCILER, RECONCILER_ROLE, RECONCILER_GROUP = "ReconcilerSchedule", "ReconcilerScheduleRole", "ReconcilerScheduleGroup"
+SWEEP_FUNCTION = "ReleaseExecutionLocksFunction"
+RECONCILE_PARAMETER, RECONCILE_CONDITION = "ReconcileSchedule", "HasReconcileSchedule"
+RECONCILE_INPUT = {"sfnLockReconcile": {}}
+RECONCILE_MAX_EVENT_AGE_SECONDS = 300
+
+
+def reconciler_problems(template: dict[str, Any]) -> list[str]:
+    resources = template.get("Resources", {})
+    schedule = resources.get(RECONCILER)
+    if schedule is None:
+        return [f"reconcile-target: no {RECONCILER} resource"]
+    found = []
+    target = schedule.get("Properties", {}).get("Target", {})
+    if target.get("Arn") != {"Fn::GetAtt": [SWEEP_FUNCTION, "Arn"]}:
+        found.append(f"reconcile-target: the target is {target.get('Arn')!r}, not {SWEEP_FUNCTION}")
+    if target.get("RoleArn") != {"Fn::GetAtt": [RECONCILER_ROLE, "Arn"]}:
+        found.append(f"reconcile-target: the role is {target.get('RoleArn')!r}, not {RECONCILER_ROLE}")
+    role = resources.get(RECONCILER_ROLE, {}).get("Properties", {})
+    statements = [statement for policy in role.get("Policies", [])
+                  for statement in policy.get("PolicyDocument", {}).get("Statement", [])]
+    allowed = [(st.get("Effect"), st.get("Action"), st.get("Resource")) for st in statements]
+    if allowed != [("Allow", "lambda:InvokeFunction", {"Fn::GetAtt": [SWEEP_FUNCTION, "Arn"]})]:
+        found.append(f"reconcile-target: {RECONCILER_ROLE} allows {allowed}, not only lambda:InvokeFunction "
+                     f"on {SWEEP_FUNCTION}")
+    if role.get("ManagedPolicyArns"):
+        found.append(f"reconcile-target: {RECONCILER_ROLE} has managed policies")
+    trust = role.get("AssumeRolePolicyDocument", {}).get("Statement", [])
+    if [(st.get("Principal"), st.get("Condition")) for st in trust] != [
+            ({"Service": "scheduler.amazonaws.com"}, {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}})]:
+        found.append(f"reconcile-target: {RECONCILER_ROLE} is not assumed by scheduler.amazonaws.com of this "
+                     "account only")
+    try:
+        body = json.loads(target.get("Input", ""))
+    except (TypeError, json.JSONDecodeError):
+        body = None
+    if body != RECONCILE_INPUT:
+        found.append(f"reconcile-input: Input {target.get('Input')!r} is not {json.dumps(RECONCILE_INPUT)}")
+    retry = target.get("RetryPolicy", {})
+    age = retry.get("MaximumEventAgeInSeconds")
+    if not isinstance(age, int) or not 60 <= age <= RECONCILE_MAX_EVENT_AGE_SECONDS:
+        found.append(f"reconcile-retry: MaximumEventAgeInSeconds is {age!r}, not 60..{RECONCILE_MAX_EVENT_AGE_SECONDS}")
+    if not isinstance(retry.get("MaximumRetryAttempts"), int):
+        found.append("reconcile-retry: MaximumRetryAttempts is not set (Scheduler's default is 185)")
+    if schedule.get("Properties", {}).get("ScheduleExpression") != {"Ref": RECONCILE_PARAMETER}:
+        found.append(f"reconcile-switch: ScheduleExpression is not !Ref {RECONCILE_PARAMETER}")
+    parameter = template.get("Parameters", {}).get(RECONCILE_PARAMETER, {})
+    if parameter.get("Default") != "rate(5 minutes)":
+        found.append(f"reconcile-switch: {RECONCILE_PARAMETER}'s default is {parameter.get('Default')!r}, "
+                     "not rate(5 minutes)")
+    condition = template.get("Conditions", {}).get(RECONCILE_CONDITION)
+    if condition != {"Fn::Not": [{"Fn::Equals": [{"Ref": RECONCILE_PARAMETER}, ""]}]}:
+        found.append(f"reconcile-switch: {RECONCILE_CONDITION} is {condition!r}, not {RECONCILE_PARAMETER} not empty")
+    for name in (RECONCILER, RECONCILER_ROLE, RECONCILER_GROUP):
+        if resources.get(name, {}).get("Condition") != RECONCILE_CONDITION:
+            found.append(f"reconcile-switch: {name} does not hang on {RECONCILE_CONDITION}")
+    group = schedule.get("Properties", {}).get("GroupName")
+    if group != {"Ref": RECONCILER_GROUP} or resources.get(RECONCILER_GROUP, {}).get("Type") != \
+            "AWS::Scheduler::ScheduleGroup":
+        found.append(f"reconcile-group: GroupName is {group!r}, not !Ref {RECONCILER_GROUP}")
+    return found
 
 
 def problems(template: dict[str, Any]) -> list[str]:
@@ -77,12 +151,15 @@ def problems(template: dict[str, Any]) -> list[str]:
     allowed = [(statement.get("Action"), statement.get("Resource")) for statement in statements]
     if allowed != [("states:StartExecution", {"Ref": TARGET})]:
         found.append(f"schedule-target: {ROLE} allows {allowed}, not only states:StartExecution on {TARGET}")
-    return found
+    return found + reconciler_problems(template)
 
 
 def self_test(template: dict[str, Any]) -> int:
     def target(change: Callable[[dict], None]) -> Callable[[dict], None]:
         return lambda t: change(t["Resources"][SCHEDULE]["Properties"]["Target"])
+
+    def reconciler(change: Callable[[dict], None]) -> Callable[[dict], None]:
+        return lambda t: change(t["Resources"][RECONCILER]["Properties"]["Target"])
 
     def add_statement(t: dict) -> None:
         t["Resources"][ROLE]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"].append(
@@ -97,6 +174,17 @@ def self_test(template: dict[str, Any]) -> int:
         ("another target", target(lambda t: t.update(Arn={"Ref": "LockedWorkflowStateMachine"}))),
         ("a wider role", add_statement),
         ("the default group", lambda t: t["Resources"][SCHEDULE]["Properties"].pop("GroupName")),
+        ("the reconciler invoking another function", reconciler(lambda t: t.update(
+            Arn={"Fn::GetAtt": ["AcquireLockFunction", "Arn"]}))),
+        ("the reconciler's input a sweep event", reconciler(lambda t: t.update(Input='{"Records": []}'))),
+        ("the reconciler retried for a day", reconciler(lambda t: t["RetryPolicy"].update(
+            MaximumEventAgeInSeconds=86400))),
+        ("the reconciler's role invoking every function", lambda t: t["Resources"][RECONCILER_ROLE]["Properties"][
+            "Policies"][0]["PolicyDocument"]["Statement"][0].update(Resource="*")),
+        ("the reconciler's role assumable by any service", lambda t: t["Resources"][RECONCILER_ROLE]["Properties"][
+            "AssumeRolePolicyDocument"]["Statement"][0].update(Principal={"Service": "lambda.amazonaws.com"})),
+        ("the reconciler always on", lambda t: t["Resources"][RECONCILER].pop("Condition")),
+        ("the reconciler off by default", lambda t: t["Parameters"][RECONCILE_PARAMETER].update(Default="")),
     ]
     failures = 0
     if problems(template):
