@@ -109,6 +109,41 @@ MUTATIONS = [
         check="sweep wiring",
     ),
     Mutation(
+        id="reconciler-without-scan",
+        file=TEMPLATE,
+        find=(
+            "              - Sid: ReconcilerScansTheTable\n"
+            "                Effect: Allow\n"
+            "                Action: dynamodb:Scan\n"
+            "                Resource: !GetAtt LockTable.Arn\n"
+        ),
+        replace="",
+        why="the reconciler lists the locks with grants and the queues to wake with a Scan of the table",
+        check="function permissions",
+    ),
+    Mutation(
+        id="reconciler-invokes-any-function",
+        file=TEMPLATE,
+        find=(
+            "                Action: lambda:InvokeFunction\n"
+            "                Resource: !GetAtt ReleaseExecutionLocksFunction.Arn\n"
+        ),
+        replace=(
+            "                Action: lambda:InvokeFunction\n"
+            "                Resource: !Sub arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:*\n"
+        ),
+        why="the reconciler's schedule role may invoke the sweep function only",
+        check="schedule",
+    ),
+    Mutation(
+        id="reconciler-sweep-input",
+        file=TEMPLATE,
+        find="Input: '{\"sfnLockReconcile\": {}}'",
+        replace="Input: '{\"Records\": []}'",
+        why="the schedule sends the reconciler's input, not an (empty) sweep batch that does nothing",
+        check="schedule",
+    ),
+    Mutation(
         id="no-batch-item-failures",
         file=TEMPLATE,
         find="\n      FunctionResponseTypes: [ReportBatchItemFailures]",
