@@ -389,6 +389,34 @@ mod tests {
     }
 
     #[test]
+    fn the_reconciler_counts_each_release_and_each_wake_per_lock() {
+        let report = ReconcileReport {
+            released: vec![crate::cleanup::ReleasedLock {
+                lock_name: "etl".into(),
+                owner: "arn:exec:ended".into(),
+            }],
+            queues_woken: vec!["nightly".into()],
+            ..ReconcileReport::default()
+        };
+        let lines = emitted(MetricsSettings::default(), |metrics| {
+            metrics.reconciled(&report, EpochMillis(5))
+        });
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            (&lines[0]["LockName"], &lines[0][RECONCILE_RELEASES]),
+            (&json!("etl"), &json!(1))
+        );
+        assert_eq!(
+            (&lines[1]["LockName"], &lines[1][RECONCILE_WAKES]),
+            (&json!("nightly"), &json!(1))
+        );
+        let quiet = emitted(MetricsSettings::default(), |metrics| {
+            metrics.reconciled(&ReconcileReport::default(), EpochMillis(5))
+        });
+        assert!(quiet.is_empty(), "a run that caught nothing emits nothing");
+    }
+
+    #[test]
     fn every_metric_name_is_listed_once() {
         let mut names: Vec<&str> = METRICS.iter().map(|(name, _)| *name).collect();
         names.sort_unstable();
