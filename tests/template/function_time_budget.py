@@ -81,6 +81,7 @@ LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS = (f"{SRC}/{name}" for name in
 STORE_RS, PERMIT_WRITES_RS = f"{SRC}/dynamodb_store.rs", f"{SRC}/dynamodb_permit_writes.rs"
 HANDOFF_RS, QUEUED_RS = f"{SRC}/dynamodb_handoff.rs", f"{SRC}/dynamodb_queued.rs"
 QUEUE_RS = f"{SRC}/queue.rs"
+RECONCILE_RS = f"{SRC}/reconcile.rs"
 
 # The SDK's standard retry, where the code does not set its own values. Read in the
 # crates at the versions Cargo.lock pins (aws-smithy-types 1.9.3, aws-smithy-runtime
@@ -473,6 +474,21 @@ def deadline_guards(sources: Sources) -> list[str]:
     if not re.search(r"within\(\s*left\s*,\s*self\.handle_record\(", _code(sources[CLEANUP_RS])):
         found.append("the sweep does not run each SQS record under within(left, ...): "
                      "a slow record times out the whole batch")
+    # The reconciler (reconcile.rs): a run has no fixed number of calls (up to
+    # MAX_RECONCILE_LOCKS holders and MAX_RECONCILE_QUEUES queues), so no path
+    # is priced: the invocation's budget bounds it, each execution and each
+    # queue under what is left of it.
+    sweep = _block(handlers, r"\bfn\s+handle_sweep\s*\(", LAMBDA_RS)
+    if not re.search(r"reconcile_within\([^;]*budget\(\s*&event\.context\s*\)", sweep):
+        found.append("handle_sweep does not pass the invocation's budget(&event.context) to the reconciler")
+    reconcile = _code(sources[RECONCILE_RS])
+    for what, pattern in (("listing", r"within\(\s*time\s*,[^;]*\.list_held\("),
+                          ("execution", r"within\(\s*time\s*,\s*judge\.execution_ended\("),
+                          ("queue list", r"within\(\s*time\s*,[^;]*\.queues_to_wake\("),
+                          ("queue", r"within\(\s*time\s*,[^;]*\.wake_queue\(")):
+        if not re.search(pattern, reconcile):
+            found.append(f"the reconciler does not run each {what} under within(time, ...): "
+                         "one slow call times out the whole run")
     return found
 
 
@@ -562,7 +578,7 @@ def read_sources(root: Path = ROOT) -> Sources:
     """Every Rust source file of the crates under `root` (the template's folder)."""
     sources = {str(path.relative_to(root)): path.read_text() for path in sorted((root / "crates").glob("*/src/**/*.rs"))}
     missing = [path for path in (LAMBDA_RS, DYNAMODB_RS, DEADLINE_RS, CLEANUP_RS, STORE_RS, PERMIT_WRITES_RS,
-                                 HANDOFF_RS, QUEUED_RS, QUEUE_RS)
+                                 HANDOFF_RS, QUEUED_RS, QUEUE_RS, RECONCILE_RS)
                if path not in sources]
     if missing:
         raise SourceError(f"{', '.join(missing)} not found under {root}")
@@ -730,6 +746,12 @@ def self_test(template: dict, sources: Sources) -> int:
         ("the sweep's records without within(left, ...)", "deadline-guards", [],
          [_Edit(CLEANUP_RS, "within(left, self.handle_record(record, now)).await",
                 "self.handle_record(record, now).await")]),
+        ("the reconciler's executions without within(time, ...)", "deadline-guards", [],
+         [_Edit(RECONCILE_RS, "within(time, judge.execution_ended(&owner, now)).await",
+                "judge.execution_ended(&owner, now).await")]),
+        ("the reconciler without the invocation's budget", "deadline-guards", [],
+         [_Edit(LAMBDA_RS, r"(\.reconcile_within\(\s*now,\s*)budget\(&event\.context\)",
+                r"\g<1>None", pattern=True)]),
         ("neither an attempt nor an operation timeout", "sdk-bounded", [],
          [_Sdk("operation_timeout", None), _Sdk("operation_attempt_timeout", None)]),
     ]
