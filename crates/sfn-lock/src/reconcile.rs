@@ -14,8 +14,9 @@
 //!    never a running or redriven execution's lock, nothing before the grace
 //!    after its end (and its attach child's), only grants made before its end.
 //!    One the grace has not yet passed is left for the next run: nothing is
-//!    re-queued. At most [`MAX_RECONCILE_DESCRIBES`] `DescribeExecution`
-//!    calls a run;
+//!    re-queued. No execution is started after [`MAX_RECONCILE_DESCRIBES`]
+//!    `DescribeExecution` calls (an attach execution's children may take
+//!    the last one a few past it);
 //! 2. wakes each queue `LockStore::queues_to_wake` names (at most
 //!    [`MAX_RECONCILE_QUEUES`]) with `LockStore::wake_queue`: what a release
 //!    would have done for it;
