@@ -147,11 +147,16 @@ use template::{LockName, Mode, Settings};
     may still be running (States.Timeout, States.HeartbeatTimeout, Lambda.ServiceException, \
     Lambda.AWSLambdaException, Lambda.SdkClientException, \
     Lambda.ClientExecutionTimeoutException, States.ALL, States.TaskFailed): the lock's own \
-    states handle those; and a Map that tolerates failed items (ToleratedFailureCount or \
-    ToleratedFailurePercentage above 0, or their ...Path forms).\n\n\
+    states handle those; any Retry or Catch on a Map or Parallel (the other items' or \
+    branches' invocations run on after one failed); and a Map that tolerates failed items \
+    (ToleratedFailureCount or ToleratedFailurePercentage above 0, or their ...Path forms).\n\n\
     Do not redrive a wrapped execution (the output's Comment says why): start a new one.\n\n\
     The output keeps ${AcquireLockFunctionArn} and ${ReleaseLockFunctionArn} for your \
-    template's DefinitionSubstitutions (the stack outputs of the same names). The lock \
+    template's DefinitionSubstitutions: give them the stack outputs \
+    AcquireLockFunctionVersionArn and ReleaseLockFunctionVersionArn (the published versions, \
+    as the stack's own state machines call), and grant the state machine's role \
+    lambda:InvokeFunction on AcquireLockFunctionArn:* and ReleaseLockFunctionArn:* (every \
+    version: an execution started before an update calls its own). The lock \
     states' integrations are in --partition (aws unless you say otherwise); your own \
     states' ARNs are left as you wrote them."
 )]

@@ -105,12 +105,18 @@ pub(crate) fn unsafe_error_handling(
 }
 
 /// Each Retry and Catch entry of `state` on an error after which the work
-/// may still be running.
+/// may still be running: on a Map or Parallel, every error (one failing
+/// item or branch stops the others as states, while their invocations run
+/// on), elsewhere those in `work_may_still_run`.
 fn unsafe_retry_and_catch(
     name: &str,
     state: &Map<String, Value>,
     work_may_still_run: &BTreeSet<String>,
 ) -> Vec<Unsafe> {
+    let side_by_side = matches!(
+        state.get("Type").and_then(Value::as_str),
+        Some("Map" | "Parallel")
+    );
     let mut found = Vec::new();
     for field in ["Retry", "Catch"] {
         let entries = state.get(field).and_then(Value::as_array);
@@ -125,17 +131,37 @@ fn unsafe_retry_and_catch(
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-                .filter(|error| work_may_still_run.contains(*error))
+                .filter(|error| side_by_side || work_may_still_run.contains(*error))
                 .collect();
             if !errors.is_empty() {
                 found.push(Unsafe {
-                    description: describe_unsafe(name, field, &errors),
+                    description: match side_by_side {
+                        true => describe_side_by_side(name, field, &errors),
+                        false => describe_unsafe(name, field, &errors),
+                    },
                     remedy: RETRY_CATCH_REMEDY,
                 });
             }
         }
     }
     found
+}
+
+/// A Retry or Catch on a Map or Parallel: where, on what, and why any error
+/// there is unsafe.
+fn describe_side_by_side(state: &str, field: &str, errors: &[&str]) -> String {
+    let why = if field == "Retry" {
+        "a retry starts the items or branches again beside those still running"
+    } else {
+        "the Catch lets your states go on, and end, and the lock be released, while \
+         they still run"
+    };
+    format!(
+        "state \"{state}\" has a {field} on {}: on a Map or Parallel, any error leaves the \
+         invocations of the other items or branches running after it (Step Functions stops \
+         them as states only), and {why}",
+        errors.join(", ")
+    )
 }
 
 /// One offending Retry or Catch entry: where, on what, and why it is unsafe.

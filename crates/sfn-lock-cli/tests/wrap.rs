@@ -7,6 +7,8 @@
 //! would free the lock under running work (wrap/unsafe_handling.rs) have
 //! modules of their own.
 
+#[path = "wrap/arns.rs"]
+mod arns;
 #[path = "wrap/held.rs"]
 mod held;
 #[path = "wrap/refusals.rs"]

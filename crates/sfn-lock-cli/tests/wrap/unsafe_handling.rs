@@ -76,6 +76,49 @@ fn error_handling_that_would_free_the_lock_under_running_work_is_refused() {
     assert_refused(&out, 1, "state \"Ship Item\" has a Retry on States.Timeout");
 }
 
+/// A Parallel of two workload calls, with `field` on one error of the user's own.
+fn parallel_handling(definition: &mut Value, field: &str) {
+    let call = |next: &str| {
+        json!({
+            "StartAt": next,
+            "States": {next: {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": "${ShipFunctionArn}", "Payload.$": "$"},
+                "TimeoutSeconds": 5,
+                "End": true
+            }}
+        })
+    };
+    let mut parallel = json!({
+        "Type": "Parallel",
+        "Branches": [call("Ship A"), call("Ship B")],
+        "Next": "Done"
+    });
+    parallel[field] = match field {
+        "Catch" => json!([{"ErrorEquals": ["OrderRejected"], "Next": "Done"}]),
+        _ => json!([{"ErrorEquals": ["OrderRejected"], "MaxAttempts": 2}]),
+    };
+    definition["States"]["Summarize"] = parallel;
+}
+
+#[test]
+fn any_error_handled_on_a_map_or_parallel_is_refused() {
+    // Whatever the error, the other branches' invocations run on after one
+    // failed: a Catch would let the states end (and the lock go) while they
+    // run, a Retry would start them a second time beside the first.
+    for field in ["Catch", "Retry"] {
+        let out = wrap_edited(|definition| parallel_handling(definition, field), &[]);
+        assert_refused(
+            &out,
+            1,
+            &format!("state \"Summarize\" has a {field} on OrderRejected"),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("a Map or Parallel"), "{stderr}");
+    }
+}
+
 #[test]
 fn retrying_errors_after_which_nothing_runs_still_wraps() {
     let out = wrap_edited(
