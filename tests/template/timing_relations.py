@@ -133,7 +133,8 @@ RETRIABLE_ERRORS = NO_START_ERRORS | {"Lambda.TooManyRequestsException"}
 # held path all the same, as after a stop.
 NOT_STOPPABLE_ERRORS = {"Sfn.ExecutionDoesNotExistException"}
 # DescribeExecution's Status of a child whose work goes on; and all its values.
-RUNNING_STATUSES = ("RUNNING", "PENDING_REDRIVE")
+# A status Step Functions may add later counts as running, as the sweep counts it.
+RUNNING_STATUSES = ("RUNNING", "PENDING_REDRIVE", "A_STATUS_ADDED_LATER")
 STATUSES = RUNNING_STATUSES + ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 STOP_RESOURCE = "arn:${Partition}:states:::aws-sdk:sfn:stopExecution"
 DESCRIBE_RESOURCE = "arn:${Partition}:states:::aws-sdk:sfn:describeExecution"
@@ -527,6 +528,9 @@ def no_execution_timeout(template: dict, machine: Machine) -> list[str]:
                 continue  # the workload's bound (workload-bound)
             if key == "TimeoutSeconds" and name == acquire_name and state[key] == f"${{{WAIT}}}":
                 continue  # the wait in the queue (queue-wait-timeout)
+            if (key == "TimeoutSeconds" and isinstance(state[key], int)
+                    and ":states:::aws-sdk:" in str(state.get("Resource", ""))):
+                continue  # one SDK call's attempt, after the workload (margin-covers-retries counts it)
             found.append(f"{machine.name}: {name} has {key} {state[key]!r}, a bound the timing relations do not "
                          "account for: it may end the wait or the workload early")
     return found
@@ -778,6 +782,19 @@ def margin_covers_retries(template: dict, machine: Machine) -> list[str]:
             on_path |= states_before(machine.states, catcher.get("Next"), hold)
     every = all_states(machine.states)
     pauses = {n: sum(total_pauses(r) for r in every[n].get("Retry", []) or []) for n in sorted(on_path) if n in every}
+    # Each attempt of a Task on the path (but the workload's, whose bound is
+    # the lease's first term) takes up to its own TimeoutSeconds; an AWS SDK
+    # call without one is unbounded.
+    for n in sorted(on_path - {task_name}):
+        step = every.get(n, {})
+        if step.get("Type") != "Task" or ":states:::aws-sdk:" not in str(step.get("Resource", "")):
+            continue
+        timeout = step.get("TimeoutSeconds")
+        if not isinstance(timeout, int):
+            return [f"{machine.name}: {n} is on the way from the grant to the held path with no TimeoutSeconds: "
+                    f"one hung attempt outlasts any margin"]
+        attempts = 1 + sum(r.get("MaxAttempts", 3) for r in step.get("Retry", []) or [])
+        pauses[n] = pauses.get(n, 0) + attempts * timeout
     needed = sum(pauses.values()) + LAMBDA_INIT_SECONDS
     lowest = None
     for values in sweep(template, machine, [MARGIN]):
@@ -911,8 +928,8 @@ _STOP_STATEMENT = ("Resources", "AttachedWorkflowStateMachine", "Properties", "P
 
 
 _SECOND_CATCHER = '{\n                  "ErrorEquals": ["States.ALL"],\n                  "Next": "Workload Ended With Error"\n                }'
-_STILL_RUNS = ('{ "Variable": "$.sfnLockTarget.Status", "StringEquals": "PENDING_REDRIVE" }\n          ],\n'
-               '          "Next": "Check Whether Error Has Cause"')
+_ENDED = ('{ "Variable": "$.sfnLockTarget.Status", "StringEquals": "ABORTED" }\n          ],\n'
+          '          "Next": "Wait For Target To Stop"')
 
 
 def _chain(*changes: Callable[[dict, dict], None]) -> Callable[[dict, dict], None]:
@@ -1021,10 +1038,10 @@ SELF_TEST_CASES: dict[str, list[tuple[str, Callable[[dict, dict], None]]]] = {
          _text(ATTACH, '"ResultPath": null,\n          "Next": "Describe Target Execution"',
                '"ResultPath": null,\n          "Next": "Wait For Target To Stop"')),
         ("a child read as RUNNING held and then released",
-         _text(ATTACH, _STILL_RUNS, _STILL_RUNS.replace('"Next": "Check Whether Error Has Cause"', '"Next": "Wait For Target To Stop"'))),
-        ("a child read as PENDING_REDRIVE held and then released",
-         _text(ATTACH, '{ "Variable": "$.sfnLockTarget.Status", "StringEquals": "PENDING_REDRIVE" }',
-               '{ "Variable": "$.sfnLockTarget.Status", "StringEquals": "PENDING" }')),
+         _text(ATTACH, '"StringEquals": "ABORTED" }', '"StringEquals": "ABORTED" },\n            { "Variable": "$.sfnLockTarget.Status", "StringEquals": "RUNNING" }')),
+        ("a child of a status added later held and then released (the Default to the Wait)",
+         _text(ATTACH, '      "Default": "Check Whether Error Has Cause"\n    },\n    "Wait For Target To Stop"',
+               '      "Default": "Wait For Target To Stop"\n    },\n    "Wait For Target To Stop"')),
         ("the child's status read into another field than the Choice tests",
          _text(ATTACH, '"ResultPath": "$.sfnLockTarget",', '"ResultPath": "$.target",')),
         ("a failed read of the child's status held and then released",
@@ -1051,6 +1068,10 @@ SELF_TEST_CASES: dict[str, list[tuple[str, Callable[[dict, dict], None]]]] = {
         ("the stop retried 20 times",
          _text(ATTACH, '"MaxDelaySeconds": 20,\n          "JitterStrategy": "FULL",\n          "MaxAttempts": 6\n        }\n      ],\n      "Catch": [\n        {\n          "ErrorEquals": ["Sfn.',
                '"MaxDelaySeconds": 20,\n          "JitterStrategy": "FULL",\n          "MaxAttempts": 20\n        }\n      ],\n      "Catch": [\n        {\n          "ErrorEquals": ["Sfn.')),
+        ("the stop's attempts unbounded (no TimeoutSeconds)",
+         _text(ATTACH, '      "TimeoutSeconds": 5,\n      "ResultPath": null,', '      "ResultPath": null,')),
+        ("the stop's attempts of 20 s each",
+         _text(ATTACH, '      "TimeoutSeconds": 5,\n      "ResultPath": null,', '      "TimeoutSeconds": 20,\n      "ResultPath": null,')),
         ("the child's status read with six tries (19 s of pauses, not 7)",
          _text(ATTACH, '"MaxDelaySeconds": 4,\n          "JitterStrategy": "FULL",\n          "MaxAttempts": 3',
                '"MaxDelaySeconds": 4,\n          "JitterStrategy": "FULL",\n          "MaxAttempts": 6')),
@@ -1061,8 +1082,8 @@ SELF_TEST_CASES: dict[str, list[tuple[str, Callable[[dict, dict], None]]]] = {
     ],
     "stop-target": [
         ("the stop without the redrive count",
-         _text(ATTACH, "States.Hash($$.Execution.Id, 'SHA-256'), $$.Execution.RedriveCount)\"\n      },\n      \"ResultPath\": null",
-               "States.Hash($$.Execution.Id, 'SHA-256'), 0)\"\n      },\n      \"ResultPath\": null")),
+         _text(ATTACH, "States.Hash($$.Execution.Id, 'SHA-256'), $$.Execution.RedriveCount)\"\n      },\n      \"TimeoutSeconds\": 5,\n      \"ResultPath\": null",
+               "States.Hash($$.Execution.Id, 'SHA-256'), 0)\"\n      },\n      \"TimeoutSeconds\": 5,\n      \"ResultPath\": null")),
         ("the prefix of this state machine's own executions", _substitution(
             "AttachedWorkflowStateMachine", "TargetExecutionArnPrefix",
             {"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:sfn-lock-attached:"})),
@@ -1073,8 +1094,8 @@ SELF_TEST_CASES: dict[str, list[tuple[str, Callable[[dict, dict], None]]]] = {
         ("states:DescribeExecution not granted (the read of the child's status refused)",
          _template(lambda t: _stop_grant(t).update(Action=["states:StopExecution"]))),
         ("the read of the child's status naming the first run's child (no redrive count)",
-         _text(ATTACH, "States.Hash($$.Execution.Id, 'SHA-256'), $$.Execution.RedriveCount)\"\n      },\n      \"ResultSelector\"",
-               "States.Hash($$.Execution.Id, 'SHA-256'), 0)\"\n      },\n      \"ResultSelector\"")),
+         _text(ATTACH, "States.Hash($$.Execution.Id, 'SHA-256'), $$.Execution.RedriveCount)\",\n        \"IncludedData\"",
+               "States.Hash($$.Execution.Id, 'SHA-256'), 0)\",\n        \"IncludedData\"")),
         ("states:StopExecution on another state machine's executions", _template(lambda t: _stop_grant(t).update(
             Resource={"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:other:*"}))),
     ],
