@@ -863,7 +863,25 @@ def stop_target(template: dict, machine: Machine) -> list[str]:
         if not any(s.get("Resource") == {"Fn::Sub": [text + "*", variables]} for s in granted):
             found.append(f"{machine.name}: no statement grants {action} on {text}* (with {variables!r}): "
                          f"{call_name} ({call.get('Resource')}) is refused")
+    for call_name, (call, action) in calls.items():
+        parameters = call.get("Parameters", {}) or {}
+        if action == "states:StopExecution" and ({"Error", "Cause", "Error.$", "Cause.$"} & set(parameters)):
+            found.append(f"{machine.name}: {call_name} sends an Error or Cause: on a target encrypted with a KMS key "
+                         "that needs KMS rights the role lacks, and the stop fails")
+        if action == "states:DescribeExecution" and parameters.get("IncludedData") != "METADATA_ONLY":
+            found.append(f"{machine.name}: {call_name} reads the child's input and output (no IncludedData "
+                         "METADATA_ONLY): KMS rights on an encrypted target, and up to 256 KiB of data")
+    # An Express child cannot be stopped (nor named by an execution: ARN); it
+    # ends within five minutes of its start, which the Task's bound must cover.
+    minimum = (template.get("Parameters", {}).get(placeholder(start.get("TimeoutSeconds")) or "", {}) or {}).get("MinValue")
+    if not isinstance(minimum, (int, float)) or minimum < EXPRESS_SECONDS:
+        found.append(f"{machine.name}: {start_name}'s TimeoutSeconds may be {minimum!r} s, under the {EXPRESS_SECONDS} s "
+                     "an Express child runs: it would time out while the child runs on, unstoppable")
     return found
+
+
+# An Express workflow's execution runs at most five minutes (Step Functions quotas).
+EXPRESS_SECONDS = 300
 
 
 RULES: dict[str, Callable[[dict, Machine], list[str]]] = {
@@ -1096,6 +1114,13 @@ SELF_TEST_CASES: dict[str, list[tuple[str, Callable[[dict, dict], None]]]] = {
         ("the read of the child's status naming the first run's child (no redrive count)",
          _text(ATTACH, "States.Hash($$.Execution.Id, 'SHA-256'), $$.Execution.RedriveCount)\",\n        \"IncludedData\"",
                "States.Hash($$.Execution.Id, 'SHA-256'), 0)\",\n        \"IncludedData\"")),
+        ("the stop sending an Error (KMS rights on an encrypted target)",
+         _text(ATTACH, "$$.Execution.RedriveCount)\"\n      },\n      \"TimeoutSeconds\": 5,\n      \"ResultPath\": null",
+               "$$.Execution.RedriveCount)\",\n        \"Error\": \"x\"\n      },\n      \"TimeoutSeconds\": 5,\n      \"ResultPath\": null")),
+        ("the read of the child's status with its input and output",
+         _text(ATTACH, ',\n        "IncludedData": "METADATA_ONLY"', '')),
+        ("TargetTimeoutSeconds down to 60 (an Express child outlives it)",
+         _template(lambda t: t["Parameters"]["TargetTimeoutSeconds"].update(MinValue=60))),
         ("states:StopExecution on another state machine's executions", _template(lambda t: _stop_grant(t).update(
             Resource={"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:other:*"}))),
     ],
