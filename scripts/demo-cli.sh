@@ -36,7 +36,7 @@ import json, sys
 definition = json.load(open(sys.argv[1]))
 states = definition["States"]
 branch = states["Run Workload Under Lock"]["Branches"][0]["States"]
-print(f"  TimeoutSeconds {definition['TimeoutSeconds']} (the sample's 60 + the wait for the lock)")
+print(f"  TimeoutSeconds {definition['TimeoutSeconds']} (the sample's 60 + the wait for the lock + the lock's own states)")
 print(f"  lock states: {', '.join(states)}")
 print(f"  the sample's states, under the lock: {', '.join(branch)}")
 PY

@@ -137,7 +137,7 @@ describe('skip if running: a free lock runs the workload as the locked workflow 
     assert.equal(locked.status, 'SUCCEEDED', JSON.stringify(locked));
     assert.deepEqual(run.output, locked.output);
     assert.deepEqual(run.record.enteredStates, locked.record.enteredStates);
-    assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Release Lock']);
+    assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Check Whether Workload Failed', 'Release Lock']);
     assert.equal(run.record.transitions, locked.record.transitions);
 
     const [attempt] = run.record.acquireAttempts;
@@ -363,7 +363,7 @@ describe('skip if running: a refusal or a store error is never a skip', () => {
       // execution's own grant.
       assert.equal(retried.length, 1);
       assert.ok(['granted', 'renewed'].includes(retried[0].result?.outcome), JSON.stringify(retried[0]));
-      assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Release Lock']);
+      assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Check Whether Workload Failed', 'Release Lock']);
       assert.equal(run.record.workloadCalls.length, 1);
       await assertReleased(lockName, run.record.lease.fencingToken);
     } finally {

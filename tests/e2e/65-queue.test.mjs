@@ -89,7 +89,7 @@ async function assertAllRanOnce(runs, { shared = false } = {}) {
     assert.equal(run.record.acquireAttempts.length, 1, `${run.name}: acquire-lock invoked more than once`);
     assert.equal(run.record.callbacks.length, 1, `${run.name}: more than one callback attempt`);
     assert.equal(callbackOf(run).status, 'SUCCEEDED');
-    assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Release Lock']);
+    assert.deepEqual(run.record.enteredStates, ['Acquire Lock', 'Run Workload Under Lock', 'Run Workload', 'Check Whether Workload Failed', 'Release Lock']);
     const retried = run.record.events.filter((event) => event.type === 'StateRetried' && event.state.name === 'Acquire Lock');
     assert.equal(retried.length, 0, `${run.name} retried Acquire Lock`);
     const grant = callbackOf(run).output;

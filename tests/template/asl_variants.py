@@ -2,8 +2,9 @@
 """skip-if-running.asl.json and queued-workflow.asl.json are locked-workflow.asl.json
 but for the skip and for the queue.
 
-The definitions share every state after the acquire (the workload branch and
-its markers, Check Whether Workload Failed and the states it routes to, the
+The definitions share every state after the acquire (the workload branch with
+its re-raise of an error that may leave the invocation running and its marker of
+one that proves it ended, Check Whether Workload Failed and the states it routes to, the
 held path Wait For Workload To Stop, the releases, the re-raise), and the lease:
 a fix to one must not silently miss the others. This check takes each variant, undoes
 exactly its documented differences, and requires the result to equal the
@@ -192,11 +193,17 @@ def self_test() -> int:
             lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Workload Ended With Error"].update(
                 Parameters={"error.$": "$"}),
         "the marker Choice's routes swapped in one file":
-            lambda s: [rule.update(Next="Take Workload Error" if rule["Next"] != "Take Workload Error"
-                                   else "Take Error Of Workload That May Run")
-                       for rule in s["States"]["Check Whether Workload Failed"]["Choices"]],
+            lambda s: (s["States"]["Check Whether Workload Failed"]["Choices"][0].update(Next="Release Lock"),
+                       s["States"]["Check Whether Workload Failed"].update(Default="Take Workload Error")),
         "the error of a workload that may run released at once in one file":
-            lambda s: s["States"]["Take Error Of Workload That May Run"].update(Next="Release Lock After Failure"),
+            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]["Catch"][0].update(
+                Next="Workload Ended With Error"),
+        "the may-run error raised again without its Cause in one file":
+            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Raise Workload Error Again"].pop(
+                "CausePath"),
+        "the may-run re-raise's Cause test dropped in one file (CausePath on a missing Cause: States.Runtime)":
+            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Check Workload Error Cause"].update(
+                Default="Raise Workload Error Again"),
         "the held Wait's Seconds changed in one file":
             lambda s: s["States"]["Wait For Workload To Stop"].update(Seconds="${WorkloadTimeoutSeconds}"),
         "the lease from another bound in one file": lambda s: s["States"]["Acquire Lock"]["Parameters"]["Payload"].update(
@@ -257,7 +264,7 @@ def self_test() -> int:
             lambda s: s["States"]["Release Lock"]["Retry"][0].update(MaxAttempts=1),
         "the lease formula changed": lambda s: acquire(s)["Parameters"]["Payload"].update(
             {"leaseSeconds.$": "States.MathAdd(States.MathAdd(${MaxWaitSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})"}),
-        "the new markers' Choice changed in the queue only":
+        "the marker's Choice changed in the queue only":
             lambda s: s["States"]["Check Whether Workload Failed"].update(Default="Take Workload Error"),
         "the workload's proven-end catcher widened in the queue only":
             lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]["Catch"].reverse(),

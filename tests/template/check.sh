@@ -31,8 +31,12 @@
 #                                   workload Task's TimeoutSeconds + its held Wait's
 #                                   Seconds + LeaseMarginSeconds, within 1..31536000, the
 #                                   margin covering the retries in between; every error
-#                                   out of the workload holds the lock first; the attach
-#                                   variant's stop names its child, as its role allows
+#                                   out of the workload holds the lock first (walked through
+#                                   the branch's re-raise, the Parallel's Catch, the attach
+#                                   variant's stop and read of the child's status), the one
+#                                   immediate release the sample Task's proven end; the
+#                                   attach variant's stop and read name its child, as its
+#                                   role allows
 # 8. sweep_wiring (+ self-test)     the rule against event samples, per-record failures,
 #                                   no execution data in the queue,
 #                                   the sweep's settings and permissions

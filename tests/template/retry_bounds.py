@@ -7,10 +7,12 @@ parameters, since the e2e suite replaces the pauses with milliseconds.
   by at most one capped pause plus one acquire call. Without a cap, BackoffRate 2
   over its near-unlimited attempts would overshoot by hours.
 - Every other retrier rides out a transient error: its pauses, each capped,
-  added up over MaxAttempts, stay under TRANSIENT_BUDGET_SECONDS. So does the
-  attach variant's Stop Target Execution, which retries States.ALL: the child
-  runs on while it retries, so its pauses also count against LeaseMarginSeconds
-  (timing_relations.py, margin-covers-retries).
+  added up over MaxAttempts, stay under TRANSIENT_BUDGET_SECONDS. So do the
+  attach variant's Stop Target Execution and Describe Target Execution, which
+  retry States.ALL: the child runs on while they retry, so their pauses also
+  count against LeaseMarginSeconds (timing_relations.py, margin-covers-retries).
+  A retrier with MaxAttempts 0 (the stop's, on Sfn.ExecutionDoesNotExistException:
+  not retried) pauses 0 s.
 - JitterStrategy FULL on the contention retrier, so waiters do not retry in step.
 
 Reads statemachine/*.asl.json and the recipe in README.md.
@@ -101,10 +103,19 @@ def self_test() -> int:
     if problems(good):
         failures += 1
         print(f"FAIL rejected the shipped definitions: {problems(good)}")
+    def every_error(state: dict) -> dict:
+        """The state's retrier of States.ALL (the stop's first one is the unretried ExecutionDoesNotExist)."""
+        return next(r for r in state["Retry"] if r["ErrorEquals"] == ["States.ALL"])
+
     attach_cases = {
-        "the child's stop retried 2000 times": lambda s: s["Stop Target Execution"]["Retry"][0].update(MaxAttempts=2000),
-        "the child's stop retried without a cap": lambda s: (s["Stop Target Execution"]["Retry"][0].pop("MaxDelaySeconds"),
-                                                           s["Stop Target Execution"]["Retry"][0].update(MaxAttempts=10)),
+        "the child's stop retried 2000 times": lambda s: every_error(s["Stop Target Execution"]).update(MaxAttempts=2000),
+        "the child's stop retried without a cap": lambda s: (every_error(s["Stop Target Execution"]).pop("MaxDelaySeconds"),
+                                                           every_error(s["Stop Target Execution"]).update(MaxAttempts=10)),
+        "ExecutionDoesNotExist of the stop retried 2000 times":
+            lambda s: s["Stop Target Execution"]["Retry"][0].update(MaxAttempts=2000),
+        "the read of the child's status retried without a cap":
+            lambda s: (every_error(s["Describe Target Execution"]).pop("MaxDelaySeconds"),
+                       every_error(s["Describe Target Execution"]).update(MaxAttempts=10)),
     }
     for name, change in attach_cases.items():
         found = problems(broken(change, "attach-existing.asl.json"))

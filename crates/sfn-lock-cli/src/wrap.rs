@@ -5,15 +5,28 @@
 //!
 //! **What the output is.** statemachine/locked-workflow.asl.json
 //! (`--mode wait`) or skip-if-running.asl.json (`--mode skip`), compiled in,
-//! state for state: every lock state, Retry, Catch and Comment as reviewed.
-//! Only these change:
+//! state for state: every lock state, Retry and Comment as reviewed, but
+//! these:
 //! - the example workload branch of `Run Workload Under Lock` becomes the
-//!   user's `StartAt` and `States`, in their own order and layout;
-//! - `TimeoutSeconds` is the user's own (required) plus, in `--mode wait`,
-//!   `--max-wait-seconds`; the lease is that plus `--workload-max-run-seconds`
-//!   plus `--lease-margin-seconds`, so no execution outlasts its lock.
-//!   `Version` is kept; `Comment` is the user's, then what the wrap did (the
-//!   timeout, a warning against redrive), then the reviewed file's;
+//!   user's `StartAt` and `States`, in their own order and layout; the
+//!   states that route the sample Task's marker (Check Whether Workload
+//!   Failed, Take Workload Error: whatever no path reaches once the Parallel
+//!   goes on to Release Lock) are left out;
+//! - the Parallel's Catch is chosen from the user's states (wrap_shape):
+//!   every error holds the lock `--workload-max-run-seconds` before the
+//!   release if any state, at any depth, can run work side by side or
+//!   outlive its state (a Map, a Parallel, any Task but a plain synchronous
+//!   Lambda invocation); otherwise the errors after which the invocation may
+//!   still run hold it and every other error releases at once;
+//! - `TimeoutSeconds` (the files have none) is the user's own (required)
+//!   plus the wait, the acquire's and the release's retries and the held
+//!   path, and the lease is that plus `--workload-max-run-seconds` plus
+//!   `--lease-margin-seconds`, a literal `leaseSeconds`, which a stack with
+//!   MaxLeaseSeconds empty (the default) grants (wrap_timing);
+//! - `Version` is kept; `Comment` is the user's, then what the wrap did
+//!   (the Catch's shape and why, the timeout, the lease and what a stack's
+//!   MaxLeaseSeconds must be to grant it, a warning against redrive), then
+//!   the reviewed file's; stderr says the same three things;
 //! - the lock name (`--lock-name`, or `--lock-name-path $.key`, read from
 //!   `$$.Execution.Input` because the release states do not see the input),
 //!   `--limit`, `--max-wait-seconds` and `--pass-lock-to-workload` are filled
@@ -29,39 +42,22 @@
 //! Their input is the execution input unchanged (plus `sfnLock` with
 //! `--pass-lock-to-workload`); the execution's output is their output. Any
 //! error leaving their states (a Fail state's included) releases the lock
-//! and fails the execution with that error and cause; after `States.Timeout`,
-//! `States.HeartbeatTimeout` or a Lambda service error the lock is held
-//! `--workload-max-run-seconds` first (the work may still run). A failed
-//! release after success still succeeds (`Succeed And Leave Lock To
+//! and fails the execution with that error and cause, after holding the
+//! lock `--workload-max-run-seconds` when the work may still run (above). A
+//! failed release after success still succeeds (`Succeed And Leave Lock To
 //! Cleanup`). Errors no `Catch` can take (`States.DataLimitExceeded`,
 //! `States.Runtime`) and stopped or timed-out executions leave the lock to
 //! the sweep (list the state machine in `LockedStateMachineArns`) or, at
 //! worst, the lease. In `--mode skip` a held lock ends the execution at once,
 //! SUCCEEDED, with `{"skipped": true, "lock": {...}}`.
 //!
-//! **Why the wait is added to the user's TimeoutSeconds.** The execution
-//! timeout bounds the whole execution, the wait for the lock included. Kept
-//! as it was, a wait longer than it (the default 3600 s against a user's 60)
-//! would end TIMED_OUT instead of failing with LockWaitTimeout, and the
-//! user's states would get only what the wait left of their time. Refusing
-//! such combinations, or deriving the wait from the timeout, would make the
-//! user choose between a short wait and a changed timeout anyway; adding the
-//! wait keeps both as they were written: the states keep their whole
-//! TimeoutSeconds after the longest regular wait, a wait ends with
-//! LockWaitTimeout, and the lease grows with the execution timeout (the
-//! lease limit check counts the wait). Not counted: a wait may overrun its
-//! bound by one capped backoff (10 s), and the lock's own acquire and release
-//! take a second or two each (about a minute if store errors are retried);
-//! these come out of the user's time as before. `--mode skip` never waits and
-//! adds nothing.
-//!
 //! **The user's Retry and Catch** stay as written, except on an error after
 //! which the work may still be running: the names the reviewed file's
-//! workload Catch sends to "Wait For Timed-Out Workload To Stop"
-//! (States.Timeout, States.HeartbeatTimeout, the Lambda service errors of an
-//! invoke: read from the file, so the two cannot drift) and the catch-alls
+//! sample Task catches before its catch-all (States.Timeout,
+//! States.HeartbeatTimeout, the Lambda service errors of an invoke: read
+//! from the file, so the two cannot drift) and the catch-alls
 //! that include them (States.ALL, States.TaskFailed). A Retry on one starts a
-//! second run beside the first (the template's own workload task retries only
+//! second run beside the first (the file's own workload Task retries only
 //! throttling for this reason), and the lock is released when the branch
 //! ends; a Catch on one ends the error inside the branch, so the lock's Catch
 //! never holds the lock for the running work. Such a definition is refused
@@ -72,14 +68,14 @@
 //! offending retrier or catcher on stderr. A Map that tolerates failed items
 //! (ToleratedFailureCount or ToleratedFailurePercentage above 0, or either's
 //! `...Path` form) is refused, and let through by the same flag, for the same
-//! reason: an item's timed-out work runs on after the Map succeeds
-//! (wrap_tolerated).
+//! reason: a failed item's work may run on after the Map succeeds, and a
+//! success releases at once (wrap_tolerated).
 //!
 //! **Redrive.** Redrive re-runs only the states that did not succeed, so a
 //! wrapped execution redriven after a stop, a timeout or an error no Catch
 //! takes (States.Runtime, States.DataLimitExceeded) re-runs the user's states
 //! without re-acquiring the lock (README, "Crash safety"; DESIGN.md,
-//! "Redrive"). The output's Comment says not to redrive; stderr stays quiet.
+//! "Redrive"). The output's Comment says not to redrive.
 //!
 //! **Refused** (status 1, nothing on stdout): a file that cannot be read, is
 //! not JSON, or is no definition (not an object; StartAt or States missing or
@@ -88,14 +84,14 @@
 //! interpreter the output is tested in has no JSONata); a definition that
 //! already has the lock states; a state, at any depth, named like a lock
 //! state (names are unique across a whole state machine, branches
-//! included); no top-level TimeoutSeconds, or one whose lease would pass
-//! acquire-lock's limit; a Retry or Catch on an error after which the work
-//! may still be running, or a Map that tolerates failed items (above).
-//! Everything else a definition holds may stay in a Parallel branch: a
-//! branch is a whole state machine's `StartAt` and `States` (ASL, Parallel
-//! state: "exactly like those in the top level"), its
-//! transitions stay inside, and its Fail states fail the Parallel, which the
-//! Catch re-raises. Bad flags are usage errors (status 2).
+//! included); no top-level TimeoutSeconds, or one whose wrapped timeout or
+//! lease would pass ASL's or acquire-lock's limit; a Retry or Catch on an
+//! error after which the work may still be running, or a Map that tolerates
+//! failed items (above). Everything else a definition holds may stay in a
+//! Parallel branch: a branch is a whole state machine's `StartAt` and
+//! `States` (ASL, Parallel state: "exactly like those in the top level"),
+//! its transitions stay inside, and its Fail states fail the Parallel, which
+//! the Catch re-raises. Bad flags are usage errors (status 2).
 
 // In the order a wrap runs: the flags (here) and the reviewed file they
 // fill in, the checks of the user's definition, then the output.
@@ -110,14 +106,20 @@ mod errors;
 #[cfg(test)]
 #[path = "wrap_fixtures.rs"]
 mod fixtures;
+#[path = "wrap_flags.rs"]
+mod flags;
 #[path = "wrap_pipeline.rs"]
 mod pipeline;
+#[path = "wrap_shape.rs"]
+mod shape;
 #[path = "wrap_states.rs"]
 mod states;
 #[path = "wrap_template.rs"]
 mod template;
 #[path = "wrap_text.rs"]
 mod text;
+#[path = "wrap_timing.rs"]
+mod timing;
 #[path = "wrap_tolerated.rs"]
 mod tolerated;
 
@@ -126,24 +128,35 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 
+use flags::{lock_name, lock_name_path, partition};
+
 use pipeline::{wrap_text, Wrapped};
 use template::{LockName, Mode, Settings};
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("lock").required(true).args(["lock_name", "lock_name_path"])))]
 #[command(
-    after_help = "Exit status: 0 with the definition on stdout (and stderr empty but for \
-    --allow-unsafe-error-handling's warnings); 1 if DEFINITION cannot be \
+    after_help = "Exit status: 0 with the definition on stdout, and on stderr three lines \
+    the output's Comment repeats: which errors hold the lock and why (every error, if any state \
+    of yours, at any depth, is a Map, a Parallel or a Task other than a plain synchronous Lambda \
+    invocation: work that may run side by side or outlive its state), the TimeoutSeconds as its \
+    sum, and the lease the acquires ask for (a stack with MaxLeaseSeconds set must allow it), \
+    then one line per --allow-unsafe-error-handling warning; 1 if DEFINITION cannot be \
     read or wrapped (one line on stderr, nothing on stdout); 2 for a usage error. Refused \
     among others: a Retry or Catch of yours, at any depth, on an error after which the work \
     may still be running (States.Timeout, States.HeartbeatTimeout, Lambda.ServiceException, \
     Lambda.AWSLambdaException, Lambda.SdkClientException, \
     Lambda.ClientExecutionTimeoutException, States.ALL, States.TaskFailed): the lock's own \
-    states handle those; and a Map that tolerates failed items (ToleratedFailureCount or \
-    ToleratedFailurePercentage above 0, or their ...Path forms).\n\n\
+    states handle those; any Retry or Catch on a Map or Parallel (the other items' or \
+    branches' invocations run on after one failed); and a Map that tolerates failed items \
+    (ToleratedFailureCount or ToleratedFailurePercentage above 0, or their ...Path forms).\n\n\
     Do not redrive a wrapped execution (the output's Comment says why): start a new one.\n\n\
     The output keeps ${AcquireLockFunctionArn} and ${ReleaseLockFunctionArn} for your \
-    template's DefinitionSubstitutions (the stack outputs of the same names). The lock \
+    template's DefinitionSubstitutions: give them the stack outputs \
+    AcquireLockFunctionVersionArn and ReleaseLockFunctionVersionArn (the published versions, \
+    as the stack's own state machines call), and grant the state machine's role \
+    lambda:InvokeFunction on AcquireLockFunctionArn:* and ReleaseLockFunctionArn:* (every \
+    version: an execution started before an update calls its own). The lock \
     states' integrations are in --partition (aws unless you say otherwise); your own \
     states' ARNs are left as you wrote them."
 )]
@@ -167,13 +180,14 @@ pub struct WrapArgs {
     /// (and the lease grows with it) [default: 3600].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=36000))]
     max_wait_seconds: Option<u32>,
-    /// The longest a task of yours runs on after its state ended (your Lambda function's own
-    /// Timeout): the lock is held that long after a timeout, and it is part of the lease.
+    /// The longest a piece of your work runs on after its state ended (your Lambda function's
+    /// own Timeout): the lock is held that long after an error that may leave work running,
+    /// and it is added to your TimeoutSeconds and to the lease.
     #[arg(long, value_name = "SECONDS", default_value_t = 900,
           value_parser = clap::value_parser!(u32).range(30..=86400))]
     workload_max_run_seconds: u32,
-    /// Added to the execution's TimeoutSeconds (yours + --max-wait-seconds) +
-    /// --workload-max-run-seconds to make the lease.
+    /// Added to the wrapped execution's TimeoutSeconds + --workload-max-run-seconds to make
+    /// the lease.
     #[arg(long, value_name = "SECONDS", default_value_t = 300,
           value_parser = clap::value_parser!(u32).range(0..=86400))]
     lease_margin_seconds: u32,
@@ -237,8 +251,12 @@ pub fn wrap(args: WrapArgs) -> u8 {
     let definition = match wrapped {
         Ok(Wrapped {
             definition,
+            notes,
             warnings,
         }) => {
+            for note in notes {
+                eprintln!("sfn-lock: {shown}: {note}");
+            }
             for warning in warnings {
                 eprintln!("sfn-lock: warning: {shown}: {warning}");
             }
@@ -258,103 +276,4 @@ pub fn wrap(args: WrapArgs) -> u8 {
         return 1;
     }
     0
-}
-
-/// acquire-lock's rule for `lockName`: 1 to 1024 bytes, no control characters.
-fn lock_name(name: &str) -> Result<String, String> {
-    if name.is_empty() || name.len() > 1024 {
-        return Err(format!("{} bytes: a lock name has 1 to 1024", name.len()));
-    }
-    if name.chars().any(char::is_control) {
-        return Err("a lock name has no control characters".into());
-    }
-    Ok(name.to_owned())
-}
-
-/// A JSONPath into the execution input: `$.key` or `$['key']`, more after it.
-fn lock_name_path(path: &str) -> Result<String, String> {
-    // `$$...` (the context object) fails too: the rest starts with `$`.
-    let rest = path.strip_prefix('$').unwrap_or_default();
-    if !(rest.starts_with('.') || rest.starts_with('[')) || rest.len() < 2 {
-        return Err("a JSONPath into the execution input, such as $.customerId".into());
-    }
-    if path.chars().any(char::is_control) {
-        return Err("a JSONPath has no control characters".into());
-    }
-    Ok(path.to_owned())
-}
-
-/// An AWS partition (`aws`, `aws-cn`, `aws-us-gov`, `aws-iso-b`, ...), or a
-/// `${Name}` placeholder for the user's DefinitionSubstitutions: either goes
-/// into the ARN as it is, inside a JSON string.
-fn partition(partition: &str) -> Result<String, String> {
-    // "aws", then "-" and lowercase letters or digits any number of times.
-    let is_partition = partition.split('-').enumerate().all(|(index, part)| {
-        if index == 0 {
-            part == "aws"
-        } else {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        }
-    });
-    let is_placeholder = partition
-        .strip_prefix("${")
-        .and_then(|rest| rest.strip_suffix('}'))
-        .is_some_and(|name| {
-            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        });
-    if is_partition || is_placeholder {
-        Ok(partition.to_owned())
-    } else {
-        Err("a partition such as aws, aws-cn or aws-us-gov, or a placeholder such as '${Partition}'".into())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flags_follow_the_lock_functions_rules() {
-        assert!(lock_name("nightly-etl").is_ok());
-        assert!(lock_name("${LockName}").is_ok());
-        assert!(lock_name("").is_err());
-        assert!(lock_name(&"x".repeat(1025)).is_err());
-        assert!(lock_name("a\nb").is_err());
-        assert!(lock_name_path("$.customerId").is_ok());
-        assert!(lock_name_path("$['customer id']").is_ok());
-        for bad in ["customerId", "$", "$.", "$$.Execution.Input.x", "$x"] {
-            assert!(lock_name_path(bad).is_err(), "{bad}");
-        }
-        for good in [
-            "aws",
-            "aws-cn",
-            "aws-us-gov",
-            "aws-iso-b",
-            "${Partition}",
-            "${AWS_P1}",
-        ] {
-            assert_eq!(partition(good).as_deref(), Ok(good));
-        }
-        for bad in [
-            "",
-            "aw",
-            "awscn",
-            "aws-",
-            "aws--cn",
-            "aws-CN",
-            "aws:cn",
-            "arn:aws",
-            "aws cn",
-            "${}",
-            "${Partition",
-            "${AWS::Partition}",
-            "${a\"b}",
-            "\"aws\"",
-        ] {
-            assert!(partition(bad).is_err(), "{bad:?}");
-        }
-    }
 }

@@ -3,13 +3,17 @@
 //! their refusals' importance: no definition at all, then JSONata (the
 //! reason a well formed definition cannot be wrapped), a second wrap, a lock
 //! state's name, the timeout, and last the error handling (wrap_errors).
+//! A definition that passes also gets its shape (wrap_shape) and its
+//! timing (wrap_timing), which the output is built from.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
 use super::errors::unsafe_error_handling;
+use super::shape::{shape, Shape};
 use super::states::{for_each_state, kind, machine};
+use super::timing::{Bounds, Timing};
 
 /// The top-level fields of an ASL definition (States Language specification,
 /// "Top-level fields"; `QueryLanguage` since variables and JSONata).
@@ -22,15 +26,14 @@ const TOP_LEVEL_FIELDS: [&str; 6] = [
     "QueryLanguage",
 ];
 
-/// The longest lease acquire-lock accepts (`leaseSeconds`, README "The contract").
-pub(crate) const MAX_LEASE_SECONDS: u64 = 31_536_000;
-
 /// The user's top-level fields that the wrapped definition carries over
-/// (`StartAt` and `States` are spliced in as text by wrap_build), and the
-/// warnings to print if the definition is wrapped.
+/// (`StartAt` and `States` are spliced in as text by wrap_build), what they
+/// make of the output (its timing, its Catch's shape), and the warnings to
+/// print if the definition is wrapped.
 #[derive(Debug, PartialEq)]
 pub(crate) struct UserDefinition {
-    pub(crate) timeout_seconds: u64,
+    pub(crate) timing: Timing,
+    pub(crate) shape: Shape,
     pub(crate) comment: Option<String>,
     pub(crate) version: Option<String>,
     pub(crate) warnings: Vec<String>,
@@ -45,9 +48,8 @@ pub(crate) struct Rules<'r> {
     pub(crate) work_may_still_run: &'r BTreeSet<String>,
     /// --allow-unsafe-error-handling: warn instead of refusing.
     pub(crate) allow_unsafe_error_handling: bool,
-    /// What the lease adds to the user's TimeoutSeconds, and the flags it is.
-    pub(crate) lease_extra: u64,
-    pub(crate) lease_extra_flags: &'static str,
+    /// What the lock's states add to the user's TimeoutSeconds.
+    pub(crate) bounds: &'r Bounds,
 }
 
 /// Checks `definition` can run as the lock's workload branch.
@@ -94,14 +96,17 @@ pub(crate) fn check(definition: &Value, rules: &Rules) -> Result<UserDefinition,
             Ok(())
         }
     })?;
-    let timeout_seconds = timeout_seconds(top.get("TimeoutSeconds"), rules)?;
+    let timing = rules
+        .bounds
+        .timing(timeout_seconds(top.get("TimeoutSeconds"))?)?;
     let warnings = unsafe_error_handling(
         states,
         rules.work_may_still_run,
         rules.allow_unsafe_error_handling,
     )?;
     Ok(UserDefinition {
-        timeout_seconds,
+        timing,
+        shape: shape(states)?,
         comment: optional_string(top, "Comment")?,
         version: optional_string(top, "Version")?,
         warnings,
@@ -122,10 +127,10 @@ fn json_path_only(fields: &Map<String, Value>, place: &str) -> Result<(), String
     }
 }
 
-/// The execution timeout the lease is derived from: required, because
-/// without it an execution may run a year, longer than any lease.
-fn timeout_seconds(value: Option<&Value>, rules: &Rules) -> Result<u64, String> {
-    let lease_extra = rules.lease_extra;
+/// The user's execution timeout, which the wrapped one and the lease are
+/// derived from (wrap_timing): required, because without it an execution
+/// may run a year, longer than any lease.
+fn timeout_seconds(value: Option<&Value>) -> Result<u64, String> {
     let Some(value) = value else {
         return Err(
             "no top-level TimeoutSeconds: the lock's lease is derived from the \
@@ -133,21 +138,10 @@ fn timeout_seconds(value: Option<&Value>, rules: &Rules) -> Result<u64, String> 
                 .into(),
         );
     };
-    let seconds = value
+    value
         .as_u64()
         .filter(|seconds| *seconds >= 1)
-        .ok_or_else(|| {
-            format!("TimeoutSeconds is {value}, not a positive whole number of seconds")
-        })?;
-    let lease = seconds.saturating_add(lease_extra);
-    if lease > MAX_LEASE_SECONDS {
-        return Err(format!(
-            "TimeoutSeconds {seconds} + {lease_extra} ({}) makes a lease of {lease} s, over \
-             the {MAX_LEASE_SECONDS} acquire-lock accepts",
-            rules.lease_extra_flags
-        ));
-    }
-    Ok(seconds)
+        .ok_or_else(|| format!("TimeoutSeconds is {value}, not a positive whole number of seconds"))
 }
 
 fn optional_string(top: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
@@ -163,20 +157,15 @@ mod tests {
     use serde_json::json;
 
     use super::super::fixtures::{check_with, refusal, sample, with};
-    use super::*;
+    use super::super::timing::MAX_LEASE_SECONDS;
 
     #[test]
     fn a_plain_definition_passes_with_its_fields() {
         let checked = check_with(&sample(), false).expect("wrappable");
-        assert_eq!(
-            checked,
-            UserDefinition {
-                timeout_seconds: 600,
-                comment: Some("nightly".into()),
-                version: None,
-                warnings: Vec::new(),
-            }
-        );
+        assert_eq!(checked.timing.user, 600);
+        assert_eq!(checked.comment.as_deref(), Some("nightly"));
+        assert_eq!(checked.version, None);
+        assert!(checked.warnings.is_empty(), "{:?}", checked.warnings);
     }
 
     #[test]
@@ -222,13 +211,12 @@ mod tests {
         assert!(refusal(none).contains("no top-level TimeoutSeconds"));
         assert!(refusal(with("TimeoutSeconds", json!(0))).contains("not a positive whole number"));
         assert!(refusal(with("TimeoutSeconds", json!(1.5))).contains("not a positive whole number"));
-        let longest = MAX_LEASE_SECONDS - 1200;
+        // The lease adds the bounds to the user's timeout (wrap_timing).
+        let timing = check_with(&sample(), false).expect("wrappable").timing;
+        let longest = MAX_LEASE_SECONDS - (timing.lease - timing.user);
         assert!(check_with(&with("TimeoutSeconds", json!(longest)), false).is_ok());
         let over = refusal(with("TimeoutSeconds", json!(longest + 1)));
         assert!(over.contains("over the 31536000"), "{over}");
-        assert!(
-            over.contains("(--workload-max-run-seconds + --lease-margin-seconds)"),
-            "{over}"
-        );
+        assert!(over.contains("(--lease-margin-seconds)"), "{over}");
     }
 }

@@ -1,41 +1,45 @@
 //! The wrapped definition's Comment: the user's own, then what the wrap did
-//! (its timeout and a warning against redrive), then the reviewed file's
-//! (which explains the lock states).
+//! (which errors hold the lock, the timeout, the lease, a warning against
+//! redrive), then the reviewed file's (which explains the lock states),
+//! introduced with where it does not apply to the output.
 
 use serde_json::Value;
 
 use super::build::UserParts;
-use super::template::{Mode, Settings, WORKLOAD_STATE};
+use super::template::{Settings, WORKLOAD_STATE};
 
 /// The Comment for the user's parts wrapped in `template` (the reviewed
-/// file, parsed) with `settings`.
-pub(crate) fn comment(settings: &Settings, user: &UserParts, template: &Value) -> String {
-    let mode = settings.mode.name();
-    let timeout = match settings.mode {
-        Mode::Wait => format!(
-            "TimeoutSeconds is this definition's own {} plus the {} s it may wait for the lock \
-             (--max-wait-seconds), so that its states keep their whole time after a wait.",
-            user.timeout_seconds,
-            settings.wait_seconds()
-        ),
-        Mode::Skip => "TimeoutSeconds is this definition's own.".to_owned(),
-    };
-    // acquire-lock refuses a lease above its MAX_LEASE_SECONDS (the stack's
-    // MaxLeaseSeconds, by default the lease of the stack's own state machines).
-    let lease = format!(
-        "Its acquires ask for a lease of {} s: the acquire-lock it calls must allow that \
-         (the stack's MaxLeaseSeconds).",
-        user.timeout_seconds + settings.lease_extra()
-    );
+/// file, parsed) with `settings`, without the file's states `left_out`.
+pub(crate) fn comment(
+    settings: &Settings,
+    user: &UserParts,
+    template: &Value,
+    left_out: &[String],
+) -> String {
     let wrap = format!(
         "[sfn-lock wrap --mode {mode}: this definition's own states run as the one branch of \
-         \"{WORKLOAD_STATE}\" while the execution holds {} (limit {}); every other state is \
-         sfn-lock's statemachine/{}, explained below. {timeout} {lease} {REDRIVE}]",
-        settings.lock_name.describe(),
-        settings.limit,
-        settings.mode.file(),
+         \"{WORKLOAD_STATE}\" while the execution holds {lock} (limit {limit}); every other state \
+         is sfn-lock's statemachine/{file}, explained below. {shape} {timeout} {lease} \
+         {REDRIVE}]",
+        mode = settings.mode.name(),
+        lock = settings.lock_name.describe(),
+        limit = settings.limit,
+        file = settings.mode.file(),
+        shape = user.shape.describe(settings.workload_max_run_seconds),
+        timeout = user.timing.describe_timeout(),
+        lease = user.timing.describe_lease(),
     );
-    let reviewed = template["Comment"].as_str().unwrap_or_default();
+    // The file's Comment is written for its sample Task, its marker states
+    // and its own bounds: say where the output differs rather than drop it.
+    let reviewed = format!(
+        "[statemachine/{}'s own Comment, written for its sample workload Task: here your \
+         states replace it, the states that route its marker ({}) are left out, and the \
+         TimeoutSeconds and lease above replace the bounds it derives from \
+         WorkloadTimeoutSeconds.] {}",
+        settings.mode.file(),
+        left_out.join(", "),
+        template["Comment"].as_str().unwrap_or_default()
+    );
     match user.comment {
         Some(user) if !user.is_empty() => format!("{user} {wrap} {reviewed}"),
         _ => format!("{wrap} {reviewed}"),

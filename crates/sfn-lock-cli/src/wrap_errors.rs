@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::states::for_each_state;
+use super::template::{SAMPLE_TASK, WORKLOAD_STATE};
 use super::tolerated::tolerated_failures;
 
 /// The catch-alls that include the errors after which work may still run.
@@ -29,33 +30,47 @@ pub(crate) struct Unsafe {
     pub(crate) remedy: &'static str,
 }
 
-/// The errors after which a task's work may still be running, read from a
-/// reviewed definition (`template`, placeholders filled in): the ErrorEquals
-/// of the workload state's catcher that holds the lock in `wait_state`, plus
-/// the catch-alls that include them.
-pub(crate) fn work_may_still_run(
-    template: &Value,
-    workload_state: &str,
-    wait_state: &str,
-) -> Result<BTreeSet<String>, String> {
+/// The errors after which a Lambda invocation may still be running, in the
+/// order of a reviewed definition (`template`, filled in): the ErrorEquals
+/// of the catchers of its sample Task before its catch-all, which takes the
+/// errors that prove the invocation ended (catchers are tried in order).
+/// Read from the file, so that wrap and the file cannot drift apart.
+pub(crate) fn may_still_run_errors(template: &Value) -> Result<Vec<String>, String> {
     let catchers = template
-        .pointer(&format!("/States/{workload_state}/Catch"))
+        .pointer(&format!(
+            "/States/{WORKLOAD_STATE}/Branches/0/States/{SAMPLE_TASK}/Catch"
+        ))
         .and_then(Value::as_array)
         .into_iter()
         .flatten();
-    let mut names: BTreeSet<String> = catchers
-        .filter(|catcher| catcher.get("Next").and_then(Value::as_str) == Some(wait_state))
-        .filter_map(|catcher| catcher.get("ErrorEquals").and_then(Value::as_array))
-        .flatten()
-        .filter_map(|name| name.as_str().map(String::from))
-        .collect();
-    if names.is_empty() {
-        return Err(format!(
-            "\"{workload_state}\" has no Catch with ErrorEquals leading to \"{wait_state}\""
-        ));
+    let mut names = Vec::new();
+    for catcher in catchers {
+        let errors = catcher.get("ErrorEquals").and_then(Value::as_array);
+        let errors: Vec<&str> = errors
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if errors.contains(&"States.ALL") {
+            if names.is_empty() {
+                break;
+            }
+            return Ok(names);
+        }
+        names.extend(errors.into_iter().map(String::from));
     }
+    Err(format!(
+        "\"{SAMPLE_TASK}\" in \"{WORKLOAD_STATE}\" has no Catch with errors before a States.ALL \
+         catcher"
+    ))
+}
+
+/// `may_still_run` and the catch-alls that include them: what the user's
+/// Retry and Catch must not name.
+pub(crate) fn work_may_still_run(may_still_run: &[String]) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = may_still_run.iter().cloned().collect();
     names.extend(CATCH_ALLS.map(String::from));
-    Ok(names)
+    names
 }
 
 /// The warnings for the unsafe error handling in `states`, at any depth (the
@@ -90,12 +105,18 @@ pub(crate) fn unsafe_error_handling(
 }
 
 /// Each Retry and Catch entry of `state` on an error after which the work
-/// may still be running.
+/// may still be running: on a Map or Parallel, every error (one failing
+/// item or branch stops the others as states, while their invocations run
+/// on), elsewhere those in `work_may_still_run`.
 fn unsafe_retry_and_catch(
     name: &str,
     state: &Map<String, Value>,
     work_may_still_run: &BTreeSet<String>,
 ) -> Vec<Unsafe> {
+    let side_by_side = matches!(
+        state.get("Type").and_then(Value::as_str),
+        Some("Map" | "Parallel")
+    );
     let mut found = Vec::new();
     for field in ["Retry", "Catch"] {
         let entries = state.get(field).and_then(Value::as_array);
@@ -110,17 +131,37 @@ fn unsafe_retry_and_catch(
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-                .filter(|error| work_may_still_run.contains(*error))
+                .filter(|error| side_by_side || work_may_still_run.contains(*error))
                 .collect();
             if !errors.is_empty() {
                 found.push(Unsafe {
-                    description: describe_unsafe(name, field, &errors),
+                    description: match side_by_side {
+                        true => describe_side_by_side(name, field, &errors),
+                        false => describe_unsafe(name, field, &errors),
+                    },
                     remedy: RETRY_CATCH_REMEDY,
                 });
             }
         }
     }
     found
+}
+
+/// A Retry or Catch on a Map or Parallel: where, on what, and why any error
+/// there is unsafe.
+fn describe_side_by_side(state: &str, field: &str, errors: &[&str]) -> String {
+    let why = if field == "Retry" {
+        "a retry starts the items or branches again beside those still running"
+    } else {
+        "the Catch lets your states go on, and end, and the lock be released, while \
+         they still run"
+    };
+    format!(
+        "state \"{state}\" has a {field} on {}: on a Map or Parallel, any error leaves the \
+         invocations of the other items or branches running after it (Step Functions stops \
+         them as states only), and {why}",
+        errors.join(", ")
+    )
 }
 
 /// One offending Retry or Catch entry: where, on what, and why it is unsafe.
@@ -146,153 +187,5 @@ fn describe_unsafe(state: &str, field: &str, errors: &[&str]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::super::fixtures::{check_with, refusal, sample, with_nested, work_may_still_run_in};
-    use super::super::template::Mode;
-    use super::*;
-
-    #[test]
-    fn the_errors_after_which_work_may_still_run_are_the_reviewed_files() {
-        for mode in [Mode::Wait, Mode::Skip] {
-            let set = work_may_still_run_in(mode);
-            for name in [
-                "States.Timeout",
-                "States.HeartbeatTimeout",
-                "Lambda.ServiceException",
-                "Lambda.AWSLambdaException",
-                "Lambda.SdkClientException",
-                "Lambda.ClientExecutionTimeoutException",
-                "States.ALL",
-                "States.TaskFailed",
-            ] {
-                assert!(set.contains(name), "{mode:?}: {name} in {set:?}");
-            }
-            // Errors after which the function did not start or has ended.
-            for name in ["Lambda.TooManyRequestsException", "Lambda.Unknown"] {
-                assert!(!set.contains(name), "{mode:?}: {name} in {set:?}");
-            }
-        }
-        let moved = json!({"States": {"W": {"Catch": [{"ErrorEquals": ["X"], "Next": "Z"}]}}});
-        let error = work_may_still_run(&moved, "W", "Wait").expect_err("no such catcher");
-        assert!(error.contains("Wait"), "{error}");
-    }
-
-    #[test]
-    fn refuses_retry_or_catch_on_errors_after_which_work_may_still_run_at_any_depth() {
-        let retry = refusal(with_nested(
-            "Retry",
-            json!([
-                {"ErrorEquals": ["Custom.Error"]},
-                {
-                    "ErrorEquals": ["Lambda.ServiceException", "Lambda.SdkClientException"],
-                    "MaxAttempts": 6
-                }
-            ]),
-        ));
-        assert!(
-            retry.starts_with(
-                "state \"C\" has a Retry on Lambda.ServiceException, Lambda.SdkClientException, \
-                 after which its work may still be running: a retry"
-            ),
-            "{retry}"
-        );
-        for expected in [
-            "Lambda.TooManyRequestsException",
-            "your own error names",
-            "--allow-unsafe-error-handling",
-        ] {
-            assert!(retry.contains(expected), "{expected:?} in {retry}");
-        }
-        assert!(!retry.contains('\n'), "one line: {retry}");
-
-        let catch = refusal(with_nested(
-            "Catch",
-            json!([{"ErrorEquals": ["States.TaskFailed"], "Next": "C"}]),
-        ));
-        assert!(
-            catch.starts_with("state \"C\" has a Catch on States.TaskFailed, which includes"),
-            "{catch}"
-        );
-        assert!(catch.contains("released at once"), "{catch}");
-
-        // On the user's own Parallel, and in a Map's processor (old and new field).
-        let mut parallel = sample();
-        parallel["States"]["B"]["Retry"] = json!([{"ErrorEquals": ["States.Timeout"]}]);
-        assert!(refusal(parallel).starts_with("state \"B\" has a Retry on States.Timeout"));
-        for processor in ["ItemProcessor", "Iterator"] {
-            let mut map = sample();
-            map["States"]["B"] = json!({"Type": "Map", processor: {
-                "StartAt": "M",
-                "States": {"M": {
-                    "Type": "Task",
-                    "Resource": "r",
-                    "End": true,
-                    "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "Next": "M"}]
-                }}
-            }, "End": true});
-            let error = refusal(map);
-            assert!(
-                error.starts_with("state \"M\" has a Catch on States.HeartbeatTimeout"),
-                "{processor}: {error}"
-            );
-        }
-    }
-
-    #[test]
-    fn allows_retry_and_catch_on_errors_after_which_nothing_runs() {
-        for (field, handling) in [
-            (
-                "Retry",
-                json!([{"ErrorEquals": ["Lambda.TooManyRequestsException"]}]),
-            ),
-            (
-                "Retry",
-                json!([{"ErrorEquals": ["Order.Flaky", "Lambda.Unknown"]}]),
-            ),
-            // MaxAttempts 0: the error is never retried.
-            (
-                "Retry",
-                json!([{"ErrorEquals": ["States.ALL"], "MaxAttempts": 0}]),
-            ),
-            (
-                "Catch",
-                json!([{"ErrorEquals": ["Order.Rejected"], "Next": "C"}]),
-            ),
-        ] {
-            let definition = with_nested(field, handling.clone());
-            let checked = check_with(&definition, false);
-            assert!(checked.is_ok(), "{field} {handling}: {checked:?}");
-        }
-    }
-
-    #[test]
-    fn the_escape_hatch_warns_once_per_retrier_or_catcher() {
-        let mut definition = with_nested(
-            "Retry",
-            json!([
-                {"ErrorEquals": ["States.Timeout"]},
-                {"ErrorEquals": ["Mine"]},
-                {"ErrorEquals": ["States.ALL"]}
-            ]),
-        );
-        definition["States"]["B"]["Catch"] =
-            json!([{"ErrorEquals": ["Lambda.AWSLambdaException"], "Next": "A"}]);
-        let checked = check_with(&definition, true).expect("wrapped anyway");
-        assert_eq!(checked.warnings.len(), 3, "{:?}", checked.warnings);
-        assert!(
-            checked.warnings[0].starts_with("state \"B\" has a Catch on Lambda.AWSLambdaException")
-        );
-        assert!(checked.warnings[1].starts_with("state \"C\" has a Retry on States.Timeout"));
-        assert!(checked.warnings[2].starts_with("state \"C\" has a Retry on States.ALL"));
-        for warning in &checked.warnings {
-            assert!(
-                warning.ends_with("(wrapped anyway: --allow-unsafe-error-handling)"),
-                "{warning}"
-            );
-        }
-        let refused = check_with(&definition, false).expect_err("refused without the flag");
-        assert!(refused.starts_with("state \"B\" has a Catch"), "{refused}");
-    }
-}
+#[path = "wrap_errors_tests.rs"]
+mod tests;

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use super::check::{check, Rules, UserDefinition};
-use super::errors::work_may_still_run;
-use super::template::{LockName, Mode, Settings, Template, WAIT_STATE, WORKLOAD_STATE};
+use super::errors::{may_still_run_errors, work_may_still_run};
+use super::template::{LockName, Mode, Settings, Template};
+use super::timing::Bounds;
 
 /// The flags' defaults, with `--lock-name etl`.
 pub(crate) fn settings() -> Settings {
@@ -32,7 +33,13 @@ fn lock_states() -> BTreeSet<String> {
 /// The set as read from the reviewed file of `mode`.
 pub(crate) fn work_may_still_run_in(mode: Mode) -> BTreeSet<String> {
     let template = Template::load(&Settings { mode, ..settings() }, 60).expect("template loads");
-    work_may_still_run(&template.value, WORKLOAD_STATE, WAIT_STATE).expect("the set")
+    work_may_still_run(&may_still_run_errors(&template.value).expect("the list"))
+}
+
+/// The bounds of the reviewed file with the default flags (wait mode).
+pub(crate) fn bounds() -> Bounds {
+    let template = Template::load(&settings(), 60).expect("template loads");
+    Bounds::new(&settings(), &template.value).expect("bounds")
 }
 
 pub(crate) fn check_with(definition: &Value, allow_unsafe: bool) -> Result<UserDefinition, String> {
@@ -40,8 +47,7 @@ pub(crate) fn check_with(definition: &Value, allow_unsafe: bool) -> Result<UserD
         lock_states: &lock_states(),
         work_may_still_run: &work_may_still_run_in(Mode::Wait),
         allow_unsafe_error_handling: allow_unsafe,
-        lease_extra: 1200,
-        lease_extra_flags: "--workload-max-run-seconds + --lease-margin-seconds",
+        bounds: &bounds(),
     };
     check(definition, &rules)
 }

@@ -6,13 +6,16 @@ use serde_json::Value;
 
 use super::build::{build, UserParts};
 use super::check::{check, Rules};
-use super::errors::work_may_still_run;
-use super::template::{Settings, Template, WAIT_STATE, WORKLOAD_STATE};
+use super::errors::{may_still_run_errors, work_may_still_run};
+use super::template::{Settings, Template};
+use super::timing::Bounds;
 
-/// A wrapped definition, and the warnings to print with it.
+/// A wrapped definition, what the wrap chose (which errors hold the lock,
+/// the timeout, the lease: each also in its Comment), and the warnings.
 #[derive(Debug)]
 pub(crate) struct Wrapped {
     pub(crate) definition: String,
+    pub(crate) notes: Vec<String>,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -32,30 +35,35 @@ pub(crate) fn wrap_text(
         };
         format!("not JSON: {error}{hint}")
     })?;
-    // The lock states' names, for the check; they do not depend on the
-    // timeout, which the check has yet to read.
+    // The lock states' names, errors and retriers, for the check; they do
+    // not depend on the lease, which the check has yet to compute.
     let reviewed = Template::load(settings, 1).map_err(internal)?;
+    let may_still_run = may_still_run_errors(&reviewed.value).map_err(internal)?;
     let rules = Rules {
         lock_states: &reviewed.state_names(),
-        work_may_still_run: &work_may_still_run(&reviewed.value, WORKLOAD_STATE, WAIT_STATE)
-            .map_err(internal)?,
+        work_may_still_run: &work_may_still_run(&may_still_run),
         allow_unsafe_error_handling: allow_unsafe,
-        lease_extra: settings.lease_extra(),
-        lease_extra_flags: settings.lease_extra_flags(),
+        bounds: &Bounds::new(settings, &reviewed.value).map_err(internal)?,
     };
     let checked = check(&value, &rules).map_err(|reason| format!("cannot wrap: {reason}"))?;
-    let execution_timeout = checked.timeout_seconds + settings.wait_seconds();
-    let template = Template::load(settings, execution_timeout).map_err(internal)?;
+    let template = Template::load(settings, checked.timing.lease).map_err(internal)?;
     let parts = UserParts {
         text,
         value: &value,
-        timeout_seconds: checked.timeout_seconds,
+        timing: &checked.timing,
+        shape: &checked.shape,
         comment: checked.comment.as_deref(),
         version: checked.version.as_deref(),
     };
     let definition = build(&template, settings, &parts).map_err(internal)?;
+    let notes = vec![
+        checked.shape.describe(settings.workload_max_run_seconds),
+        checked.timing.describe_timeout(),
+        checked.timing.describe_lease(),
+    ];
     Ok(Wrapped {
         definition,
+        notes,
         warnings: checked.warnings,
     })
 }
@@ -66,9 +74,9 @@ fn internal(reason: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::check::MAX_LEASE_SECONDS;
     use super::super::fixtures::settings;
     use super::super::template::Mode;
+    use super::super::timing::MAX_LEASE_SECONDS;
     use super::*;
 
     /// A definition that can be wrapped, as short as one can be.
@@ -103,42 +111,41 @@ mod tests {
     }
 
     #[test]
-    fn the_wait_is_added_to_the_users_timeout_and_the_lease() {
-        let user = SMALLEST;
-        let out = wrapped_value(user, &settings());
-        assert_eq!(out["TimeoutSeconds"], serde_json::json!(3660));
-        assert_eq!(
-            out["States"]["Acquire Lock"]["Parameters"]["Payload"]["leaseSeconds.$"],
-            serde_json::json!("States.MathAdd(States.MathAdd(3660, 900), 300)")
-        );
+    fn the_timing_makes_the_timeout_and_the_lease_and_is_said() {
+        let wrapped = wrap_text(SMALLEST, &settings(), false).expect("wraps");
+        let out: Value = serde_json::from_str(&wrapped.definition).expect("the output parses");
+        // 60 + 3600 s wait + 285 s past it + 900 s held + 303 s release.
+        assert_eq!(out["TimeoutSeconds"], serde_json::json!(5148));
+        let payload = &out["States"]["Acquire Lock"]["Parameters"]["Payload"];
+        assert_eq!(payload["leaseSeconds"], serde_json::json!(5148 + 900 + 300));
         let comment = out["Comment"].as_str().expect("a Comment");
-        assert!(
-            comment.contains(
-                "TimeoutSeconds is this definition's own 60 plus the 3600 s it may wait for \
-                 the lock (--max-wait-seconds)"
-            ),
-            "{comment}"
-        );
+        // The Comment and stderr say the same: shape, timeout, lease.
+        assert_eq!(wrapped.notes.len(), 3, "{:?}", wrapped.notes);
+        for note in &wrapped.notes {
+            assert!(comment.contains(note.as_str()), "{note:?} in {comment}");
+        }
+        assert!(wrapped.notes[1].starts_with("TimeoutSeconds is 5148 = your 60 + 3600"));
         let skip = Settings {
             mode: Mode::Skip,
             ..settings()
         };
+        let out = wrapped_value(SMALLEST, &skip);
         assert_eq!(
-            wrapped_value(user, &skip)["TimeoutSeconds"],
-            serde_json::json!(60)
+            out["TimeoutSeconds"],
+            serde_json::json!(60 + 247 + 900 + 303)
         );
-        // The lease limit counts the wait too.
-        let longest = MAX_LEASE_SECONDS - 3600 - 1200;
-        let too_long = user.replace("60", &(longest + 1).to_string());
+        // The lease limit counts every term.
+        let longest = MAX_LEASE_SECONDS - (5148 - 60) - 900 - 300;
+        let too_long = SMALLEST.replace("60", &(longest + 1).to_string());
         let refused = wrap_text(&too_long, &settings(), false).expect_err("refused");
-        assert!(
-            refused.contains(
-                "(--max-wait-seconds + --workload-max-run-seconds + --lease-margin-seconds)"
-            ),
-            "{refused}"
+        assert!(refused.contains("over the 31536000"), "{refused}");
+        let fits = SMALLEST.replace("60", &longest.to_string());
+        let out = wrapped_value(&fits, &settings());
+        let payload = &out["States"]["Acquire Lock"]["Parameters"]["Payload"];
+        assert_eq!(
+            payload["leaseSeconds"],
+            serde_json::json!(MAX_LEASE_SECONDS)
         );
-        let fits = user.replace("60", &longest.to_string());
-        assert!(wrap_text(&fits, &settings(), false).is_ok());
     }
 
     #[test]

@@ -78,3 +78,33 @@ pub(crate) fn kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+/// The states of a state machine's `states` that no path from `start`
+/// reaches: through Next, Default, a Choice rule's Next or a Catch's Next
+/// (a Choice rule's Next is at its top level, And/Or/Not have none).
+pub(crate) fn unreachable(states: &Map<String, Value>, start: &str) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut next = vec![start.to_owned()];
+    while let Some(name) = next.pop() {
+        let Some(state) = states.get(&name) else {
+            continue;
+        };
+        if !seen.insert(name) {
+            continue;
+        }
+        let rules = ["Choices", "Catch"]
+            .iter()
+            .filter_map(|field| state.get(*field).and_then(Value::as_array))
+            .flatten();
+        let targets = [state.get("Next"), state.get("Default")]
+            .into_iter()
+            .flatten()
+            .chain(rules.filter_map(|rule| rule.get("Next")));
+        next.extend(targets.filter_map(Value::as_str).map(String::from));
+    }
+    states
+        .keys()
+        .filter(|name| !seen.contains(*name))
+        .cloned()
+        .collect()
+}

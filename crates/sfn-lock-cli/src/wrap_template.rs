@@ -9,10 +9,24 @@ use std::collections::BTreeSet;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
+use super::states::unreachable;
+
 /// The state whose single branch runs the workload, in both definitions.
 pub(crate) const WORKLOAD_STATE: &str = "Run Workload Under Lock";
 /// The state that holds the lock until work that may still run has stopped.
-pub(crate) const WAIT_STATE: &str = "Wait For Timed-Out Workload To Stop";
+pub(crate) const WAIT_STATE: &str = "Wait For Workload To Stop";
+/// The release after success, where the Parallel goes once the markers are gone.
+pub(crate) const RELEASE_STATE: &str = "Release Lock";
+/// The release after an error: where an error that proves the work ended goes.
+pub(crate) const RELEASE_AFTER_FAILURE_STATE: &str = "Release Lock After Failure";
+/// The sample Task in the branch: the errors after which its invocation
+/// may still run are read from its Catch (wrap_errors).
+pub(crate) const SAMPLE_TASK: &str = "Run Workload";
+/// The lease as the files compute it from their parameters. A wrap asks for
+/// its own lease (wrap_timing), a literal in its place; the text must be
+/// found once, so that a changed file fails the wrap instead of keeping a
+/// lease computed from the sample's bounds.
+const LEASE_EXPRESSION: &str = r#""leaseSeconds.$": "States.MathAdd(States.MathAdd(${WorkloadTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})""#;
 
 /// What an execution does while the lock is held (`--mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -77,7 +91,7 @@ impl LockName {
 }
 
 /// The values the placeholders get, besides the function ARNs (left for the
-/// user's DefinitionSubstitutions) and the execution timeout (the user's).
+/// user's DefinitionSubstitutions).
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
     pub(crate) mode: Mode,
@@ -101,25 +115,6 @@ impl Settings {
             Mode::Skip => 0,
         }
     }
-
-    /// What the lease adds to the user's TimeoutSeconds: the wait (the
-    /// execution's TimeoutSeconds is the user's plus the wait), then
-    /// `--workload-max-run-seconds` and `--lease-margin-seconds`.
-    pub(crate) fn lease_extra(&self) -> u64 {
-        self.wait_seconds()
-            + u64::from(self.workload_max_run_seconds)
-            + u64::from(self.lease_margin_seconds)
-    }
-
-    /// The flags `lease_extra` adds up, for a refusal to name.
-    pub(crate) fn lease_extra_flags(&self) -> &'static str {
-        match self.mode {
-            Mode::Wait => {
-                "--max-wait-seconds + --workload-max-run-seconds + --lease-margin-seconds"
-            }
-            Mode::Skip => "--workload-max-run-seconds + --lease-margin-seconds",
-        }
-    }
 }
 
 /// A reviewed definition with the settings filled in, as text (for its
@@ -130,10 +125,20 @@ pub(crate) struct Template {
 }
 
 impl Template {
-    pub(crate) fn load(settings: &Settings, timeout_seconds: u64) -> Result<Template, String> {
+    /// The file of `settings.mode` with its placeholders filled in and
+    /// `lease_seconds` as the lease Acquire Lock asks for.
+    pub(crate) fn load(settings: &Settings, lease_seconds: u64) -> Result<Template, String> {
+        let file = settings.mode.file();
+        let mut text = settings.mode.template().to_owned();
+        if text.matches(LEASE_EXPRESSION).count() != 1 {
+            return Err(format!("{file}: expected once {LEASE_EXPRESSION}"));
+        }
+        text = text.replace(
+            LEASE_EXPRESSION,
+            &format!(r#""leaseSeconds": {lease_seconds}"#),
+        );
         let substitutions = [
             ("Partition", settings.partition.clone()),
-            ("ExecutionTimeoutSeconds", timeout_seconds.to_string()),
             (
                 "WorkloadMaxRunSeconds",
                 settings.workload_max_run_seconds.to_string(),
@@ -153,28 +158,48 @@ impl Template {
                 }
                 .to_owned(),
             ),
-            // The example branch's task timeout: the branch is replaced, but
-            // the file must parse first.
+            // The sample Task's timeout, the one place left once the lease
+            // is a literal: the branch is replaced, but the file must parse
+            // first.
             ("WorkloadTimeoutSeconds", "1".to_owned()),
         ];
-        let mut text = settings.mode.template().to_owned();
         for (name, value) in &substitutions {
             text = text.replace(&format!("${{{name}}}"), value);
         }
-        let value = serde_json::from_str(&text).map_err(|error| {
-            format!(
-                "{} does not parse once filled in: {error}",
-                settings.mode.file()
-            )
-        })?;
+        let value = serde_json::from_str(&text)
+            .map_err(|error| format!("{file} does not parse once filled in: {error}"))?;
         Ok(Template { text, value })
     }
 
-    /// The names of the lock's states (the user's must differ).
+    /// The names of the lock's states in the output (the user's must differ):
+    /// the file's, but those it leaves out.
     pub(crate) fn state_names(&self) -> BTreeSet<String> {
+        let left_out = self.left_out();
         self.value["States"]
             .as_object()
-            .map(|states| states.keys().cloned().collect())
+            .map(|states| {
+                states
+                    .keys()
+                    .filter(|name| !left_out.contains(name))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
+    }
+
+    /// The file's states the output leaves out: those that route the
+    /// sample Task's marker, which no path reaches once the Parallel goes
+    /// straight to Release Lock. The user's states replace the sample Task
+    /// and never write the marker (a user's own output with such a field
+    /// would be misrouted), and an unreachable state is invalid ASL. Found
+    /// by reachability rather than named, so that a changed router is left
+    /// out too.
+    pub(crate) fn left_out(&self) -> Vec<String> {
+        let mut value = self.value.clone();
+        value["States"][WORKLOAD_STATE]["Next"] = RELEASE_STATE.into();
+        match (value["States"].as_object(), value["StartAt"].as_str()) {
+            (Some(states), Some(start)) => unreachable(states, start),
+            _ => Vec::new(),
+        }
     }
 }

@@ -47,6 +47,44 @@ pub(crate) fn member_value(text: &str, object_start: usize, key: &str) -> Option
     }
 }
 
+/// The byte range to cut to remove member `key` (its first occurrence)
+/// from the object whose `{` is at `object_start`: from its key through the
+/// comma and space after it, so that the next member takes its place; the
+/// last member goes with the comma before it instead.
+pub(crate) fn member_range(text: &str, object_start: usize, key: &str) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    if bytes.get(object_start) != Some(&b'{') {
+        return None;
+    }
+    let mut previous_end = None;
+    let mut pos = skip_whitespace(bytes, object_start + 1);
+    loop {
+        let key_end = skip_string(bytes, pos)?;
+        let name: String = serde_json::from_str(text.get(pos..key_end)?).ok()?;
+        let colon = skip_whitespace(bytes, key_end);
+        if bytes.get(colon) != Some(&b':') {
+            return None;
+        }
+        let value_end = skip_value(bytes, skip_whitespace(bytes, colon + 1))?;
+        let after = skip_whitespace(bytes, value_end);
+        let next = match bytes.get(after) {
+            Some(b',') => Some(skip_whitespace(bytes, after + 1)),
+            Some(b'}') => None,
+            _ => return None,
+        };
+        if name == key {
+            return match (next, previous_end) {
+                (Some(next), _) => Some(pos..next),
+                (None, Some(previous_end)) => Some(previous_end..value_end),
+                // The only member: leave `{}`.
+                (None, None) => Some(pos..value_end),
+            };
+        }
+        previous_end = Some(value_end);
+        pos = next?;
+    }
+}
+
 /// `member_value` along a path of keys, from the top-level object.
 pub(crate) fn value_at(text: &str, path: &[&str]) -> Option<Range<usize>> {
     let mut range = skip_whitespace(text.as_bytes(), 0)..text.len();
@@ -213,5 +251,22 @@ mod tests {
             None
         );
         assert_eq!(indent_of_line("{\n    \"k\": 1}", 8), 4);
+    }
+
+    #[test]
+    fn removes_a_member_first_middle_last_or_alone() {
+        let object = "{\n  \"a\": 1,\n  \"b\": {\"c\": \",\"},\n  \"d\": [2]\n}";
+        let without = |key: &str| {
+            let range = member_range(object, 0, key).expect("a member");
+            let mut text = object.to_owned();
+            text.replace_range(range, "");
+            text
+        };
+        assert_eq!(without("a"), "{\n  \"b\": {\"c\": \",\"},\n  \"d\": [2]\n}");
+        assert_eq!(without("b"), "{\n  \"a\": 1,\n  \"d\": [2]\n}");
+        assert_eq!(without("d"), "{\n  \"a\": 1,\n  \"b\": {\"c\": \",\"}\n}");
+        assert_eq!(member_range(object, 0, "c"), None);
+        assert_eq!(member_range("{\"x\": 1}", 0, "x"), Some(1..7));
+        assert_eq!(member_range("{}", 0, "x"), None);
     }
 }

@@ -1,14 +1,18 @@
 //! A Map that tolerates failed items (ToleratedFailureCount,
 //! ToleratedFailurePercentage, or their `...Path` forms, above 0): an item
-//! whose task timed out, or met a Lambda service error, and whose work may
-//! still be running counts as tolerated; the Map succeeds, the user's states
-//! end and the lock is released while that work runs on, as after the unsafe
-//! Retry and Catch of wrap_errors, whose refusal and escape hatch it shares.
-//! The tolerance cannot tell such an item from one that failed for good, so
-//! any tolerance above 0 is refused; a `...Path` form is refused whatever it
-//! holds, because its value is read only at run time. A tolerance of 0 is
-//! the default: a failed item fails the Map, and the lock's own states handle
-//! the error.
+//! that failed while its work may still run (its task timed out or met a
+//! Lambda service error, or one piece of it failed while others ran beside
+//! it) counts as tolerated, the Map succeeds, the user's states end and the
+//! lock is released at once, as after any success, while that work runs on:
+//! the held path is taken only by errors. This is the unsafe Retry and
+//! Catch of wrap_errors in another form, and shares its refusal and escape
+//! hatch. The tolerance cannot tell such an item from one that failed for
+//! good, so any tolerance above 0 is refused; a `...Path` form is refused
+//! whatever it holds, because its value is read only at run time. A
+//! tolerance of 0 is the default: a failed item fails the Map (a
+//! Distributed Map with States.ExceedToleratedFailureThreshold), and since
+//! any Map makes every error out of the user's states hold the lock
+//! (wrap_shape), the lock is held until the work has stopped.
 
 use serde_json::{Map, Value};
 
@@ -50,10 +54,10 @@ pub(crate) fn tolerated_failures(name: &str, state: &Map<String, Value>) -> Vec<
 fn describe(state: &str, tolerance: &str) -> Unsafe {
     Unsafe {
         description: format!(
-            "state \"{state}\" has {tolerance}: an item that fails with States.Timeout, \
-             States.HeartbeatTimeout or a Lambda service error, after which its work may still \
-             be running, counts as tolerated, the Map succeeds, and the lock is released when \
-             your states end while that work may run on"
+            "state \"{state}\" has {tolerance}: an item that fails while its work may still \
+             run (States.Timeout, States.HeartbeatTimeout, a Lambda service error, or one piece \
+             failing beside others) counts as tolerated, the Map succeeds, and the lock is \
+             released when your states end while that work may run on"
         ),
         remedy: REMEDY,
     }

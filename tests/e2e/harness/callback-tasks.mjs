@@ -11,6 +11,9 @@ import { namedError, stackEnv } from './local-stack.mjs';
 
 export const LAMBDA_INVOKE = `arn:${PARTITION}:states:::lambda:invoke`;
 export const WAIT_FOR_TASK_TOKEN = `${LAMBDA_INVOKE}.waitForTaskToken`;
+/** The AWS SDK integrations the attach variant stops its child with, and reads its status by. */
+export const SFN_STOP_EXECUTION = `arn:${PARTITION}:states:::aws-sdk:sfn:stopExecution`;
+export const SFN_DESCRIBE_EXECUTION = `arn:${PARTITION}:states:::aws-sdk:sfn:describeExecution`;
 
 /**
  * What $$.Task.Token resolves to in the interpreter (it has no Task in its context object

@@ -30,6 +30,16 @@ export const ARNS = Object.freeze({
   target: stateMachineArn('sfn-lock-e2e-target'),
 });
 
+/**
+ * The prefix of a state machine's execution ARNs (`...:execution:NAME:`), as template.yaml
+ * builds ${TargetExecutionArnPrefix} for the attach variant's Stop Target Execution.
+ */
+export function executionArnPrefix(machineArn) {
+  const [arn, partition, service, region, account, kind, name] = machineArn.split(':');
+  if (kind !== 'stateMachine') throw new Error(`not a state machine ARN: ${machineArn}`);
+  return [arn, partition, service, region, account, 'execution', name, ''].join(':');
+}
+
 /** The Lambda binary `cargo lambda watch` serves for each function ARN in the definitions. */
 export const BINARY_BY_FUNCTION_ARN = Object.freeze({
   [ARNS.acquire]: 'acquire-lock',
@@ -52,12 +62,14 @@ export const TEST_SUBSTITUTIONS = Object.freeze({
   ReleaseLockFunctionArn: ARNS.release,
   WorkloadFunctionArn: ARNS.workload,
   TargetStateMachineArn: ARNS.target,
+  TargetExecutionArnPrefix: executionArnPrefix(ARNS.target),
   LockName: 'e2e-unnamed',
   LockLimit: 1,
-  ExecutionTimeoutSeconds: 60,
   LeaseMarginSeconds: 30,
   MaxWaitSeconds: 45,
   WorkloadTimeoutSeconds: 5,
+  // The attach variant's bound on its child (Run Target State Machine's TimeoutSeconds).
+  TargetTimeoutSeconds: 30,
   // The Wait after a workload that may still run (States.Timeout, ...) really waits
   // this long unless a scenario passes waitTimeOverrides: short, but not skipped.
   WorkloadMaxRunSeconds: 4,

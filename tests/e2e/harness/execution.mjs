@@ -8,9 +8,11 @@ import { performance } from 'node:perf_hooks';
 
 import { StateMachine } from 'aws-local-stepfunctions';
 
-import { correctedStatesHash, runChildExecution } from './child-execution.mjs';
+import { correctedStatesHash, describeChildExecution, runChildExecution, stopChildExecution } from './child-execution.mjs';
 import {
   LAMBDA_INVOKE,
+  SFN_DESCRIBE_EXECUTION,
+  SFN_STOP_EXECUTION,
   TASK_TOKEN_PLACEHOLDER,
   WAIT_FOR_TASK_TOKEN,
   callbackTasks,
@@ -18,7 +20,7 @@ import {
   runnableDefinition,
   taskStates,
 } from './callback-tasks.mjs';
-import { ACCOUNT, BINARY_BY_FUNCTION_ARN, REGION, stateMachineArn } from './definitions.mjs';
+import { ACCOUNT, ARNS, BINARY_BY_FUNCTION_ARN, REGION, stateMachineArn } from './definitions.mjs';
 import { invokeFunction, invokeResult, namedError } from './local-stack.mjs';
 import { RunRecord, outcomeOf } from './run-record.mjs';
 
@@ -31,6 +33,8 @@ export const FAST_RETRIES = Object.freeze({
   'Acquire Lock': [20, 20],
   'Run Workload': [10],
   'Run Target State Machine': [10],
+  'Stop Target Execution': [10, 10],
+  'Describe Target Execution': [10],
   'Release Lock': [10],
   'Release Lock After Failure': [10],
   'Release Lock After Wait Timeout': [10],
@@ -64,7 +68,10 @@ export function stateMachineFor(definition) {
  *   workload(payload, record)   the "Run Workload" function; its return value is the
  *                               Lambda result, a thrown error a function error (use
  *                               namedError). Defaults to echoing its payload.
- *   child                       { definition, abort? } for "Run Target State Machine".
+ *   child                       { definition, abort? } for "Run Target State Machine"; the
+ *                               child's Tasks that invoke the workload function
+ *                               (ARNS.workload) are served by `workload` too, recorded
+ *                               in this execution's workloadCalls.
  *   beforeAcquire(attempt, record)  awaited before each real acquire-lock call
  *                               (attempt counts from 1; a callback task's invoke too);
  *                               fault injection hooks in here.
@@ -72,6 +79,8 @@ export function stateMachineFor(definition) {
  *                               (a lost response).
  *   beforeRelease(state, attempt, record)  awaited before each real release-lock call
  *                               from `state`; may throw to make that release fail.
+ *   beforeStop(attempt, record)  awaited before each StopExecution (aws-sdk:sfn:
+ *                               stopExecution); may throw to make that call fail.
  *   retryIntervalOverrides      per state, merged over FAST_RETRIES; REAL_PAUSE in an
  *                               array keeps that retrier's real pauses.
  *   waitTimeOverrides           { [Wait state name]: milliseconds }; Wait states not
@@ -149,8 +158,32 @@ export function startExecution(definition, input, options = {}) {
     // The child's name as Step Functions computes it (see correctedStatesHash).
     const nameExpression = definition.States?.['Run Target State Machine']?.Parameters?.['Name.$'];
     const childName = nameExpression === undefined ? undefined : await correctedStatesHash(nameExpression, context);
-    return runChildExecution({ ...parameters, ...(childName !== undefined && { Name: childName }) }, options.child, record);
+    const childHandlers = {};
+    for (const [stateName, state] of taskStates(options.child?.definition?.States)) {
+      if (state.Resource === LAMBDA_INVOKE && state.Parameters?.FunctionName === ARNS.workload) childHandlers[stateName] = runWorkload;
+    }
+    return runChildExecution({ ...parameters, ...(childName !== undefined && { Name: childName }) }, options.child, record, childHandlers);
   };
+  // aws-sdk:sfn:stopExecution and describeExecution: the ARN as Step Functions computes it
+  // (correctedStatesHash again, when the definition derives it with States.Hash).
+  const executionArnOf = async (stateName, parameters) => {
+    const arnExpression = findState(definition.States, stateName)?.Parameters?.['ExecutionArn.$'];
+    const arn = arnExpression?.includes('States.Hash(') ? await correctedStatesHash(arnExpression, context) : parameters.ExecutionArn;
+    return { ...parameters, ExecutionArn: arn };
+  };
+  const stopExecution = (stateName) => async (parameters) => {
+    const stop = await executionArnOf(stateName, parameters);
+    try {
+      await options.beforeStop?.(record.stops.length + 1, record);
+    } catch (error) {
+      record.stops.push({ executionArn: stop.ExecutionArn, error: error.name, at: performance.now() });
+      record.changed();
+      throw error;
+    }
+    return stopChildExecution(stop, record);
+  };
+  const describeExecution = (stateName) => async (parameters) =>
+    describeChildExecution(await executionArnOf(stateName, parameters), record);
 
   const handlers = {
     'Acquire Lock': lambdaInvoke('Acquire Lock'),
@@ -159,12 +192,19 @@ export function startExecution(definition, input, options = {}) {
     'Run Workload': runWorkload,
     'Run Target State Machine': runChild,
   };
-  // Callback tasks, and lock states under other names (the queued workflow's own).
+  // Callback tasks, lock states under other names (the queued workflow's own), workload
+  // Tasks under other names, and the attach variant's StopExecution / DescribeExecution.
   for (const [stateName, state] of taskStates(definition.States)) {
     if (state.Resource === WAIT_FOR_TASK_TOKEN) {
       handlers[stateName] = tokens.handler(stateName, callbackTimeoutSeconds(stateName, state));
     } else if (state.Resource === LAMBDA_INVOKE && !(stateName in handlers)) {
-      handlers[stateName] = lambdaInvoke(stateName);
+      // The workload function under any state name (a Map's or a Parallel's Tasks of
+      // one's own), else a lock function.
+      handlers[stateName] = state.Parameters?.FunctionName === ARNS.workload ? runWorkload : lambdaInvoke(stateName);
+    } else if (state.Resource === SFN_STOP_EXECUTION) {
+      handlers[stateName] = stopExecution(stateName);
+    } else if (state.Resource === SFN_DESCRIBE_EXECUTION) {
+      handlers[stateName] = describeExecution(stateName);
     }
   }
   const execution = stateMachineFor(runnableDefinition(definition)).run(input, {
@@ -196,6 +236,12 @@ export function startExecution(definition, input, options = {}) {
     await tokens.closeOpen('stopped');
   };
   return { name, executionArn, record, outcome, abort };
+}
+
+/** The state named `stateName`, at any depth of `states`. */
+function findState(states, stateName) {
+  for (const [name, state] of taskStates(states)) if (name === stateName) return state;
+  return undefined;
 }
 
 /** Starts an execution and waits for its outcome: `{ ...outcome, record, executionArn }`. */

@@ -12,7 +12,9 @@ export class RunRecord {
     this.releases = []; // {state, payload, startedAt, result} or {state, payload, startedAt, error, cause}
     this.lease = undefined; // the last successful acquire-lock answer
     this.workloadCalls = []; // {payload, enteredAt, exitedAt, fencingToken}
-    this.childRuns = []; // {executionArn, input, status}
+    this.childRuns = []; // {executionArn, input, status, endedAt}
+    this.stops = []; // StopExecution calls: {executionArn, found, statusBefore, at} or {executionArn, error, at}
+    this.describes = []; // DescribeExecution calls: {executionArn, status, at}
     // One per callback (.waitForTaskToken) task attempt: {state, taskToken, mintedAt, answer
     // (what acquire-lock returned), status (OPEN until the token ends), wokenAt (when the task
     // learned its token ended, performance.now()), output | error, cause}.
