@@ -209,6 +209,9 @@ test('a waiter whose wait runs out fails with LockWaitTimeout; the lock goes on 
   assert.equal(callbackOf(first).status, 'TIMED_OUT');
   assert.ok(first.record.enteredStates.includes('Release Lock After Wait Timeout'));
   assert.equal(first.record.releases[0].result.released, false, 'it held nothing to release');
+  // A waiter that gave up never held the lock: not held_by_other (whose alarm means a lost lease).
+  assert.equal(first.record.releases[0].payload.withdraw, true);
+  assert.equal(first.record.releases[0].result.outcome, 'withdrawn');
   assert.equal((await readLock(lockName)).owner, holder.executionArn, "the waiter's release left the holder's lock alone");
   release.open();
 

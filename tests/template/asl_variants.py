@@ -154,11 +154,15 @@ def queue_problems(locked: dict, queued: dict) -> list[str]:
         # The release after failure, its exits pointed at the LockWaitTimeout Fail state.
         expected = copy.deepcopy(locked["States"]["Release Lock After Failure"])
         expected["Next"] = QUEUE_STATES[1]
+        # A waiter that gives up says so: a lock held by another is then
+        # `withdrawn`, not `held_by_other` (issue 22).
+        expected.setdefault("Parameters", {}).setdefault("Payload", {})["withdraw"] = True
         for catcher in expected.get("Catch", []):
             catcher["Next"] = QUEUE_STATES[1]
         if without_comments(release) != without_comments(expected):
             out.append(f"{release_name!r} is not Release Lock After Failure leading to {QUEUE_STATES[1]!r} "
-                       "(invoke the release function for this owner, retried, then fail with LockWaitTimeout)")
+                       "(invoke the release function for this owner with withdraw: true, retried, then fail with "
+                       "LockWaitTimeout)")
     # Undo the documented differences; what is left must be the locked workflow.
     locked_acquire = locked["States"]["Acquire Lock"]
     acquire["Resource"] = locked_acquire["Resource"]
@@ -252,6 +256,8 @@ def self_test() -> int:
                        acquire(s)["Catch"][0]["ErrorEquals"].append("States.Timeout")),
         "the wait-timeout release on another owner": lambda s: s["States"][QUEUE_STATES[0]]["Parameters"][
             "Payload"].update({"owner.$": "$$.Execution.Name"}),
+        "the wait-timeout release without withdraw (held_by_other and its alarm for a waiter)":
+            lambda s: s["States"][QUEUE_STATES[0]]["Parameters"]["Payload"].pop("withdraw"),
         "the wait-timeout release skipped on success": lambda s: s["States"][QUEUE_STATES[0]].update(
             Next="Check Whether Error Has Cause"),
         "States.Timeout re-raised, not LockWaitTimeout": lambda s: s["States"][QUEUE_STATES[1]].update(
