@@ -13,14 +13,16 @@
 //!   Failed, Take Workload Error: whatever no path reaches once the Parallel
 //!   goes on to Release Lock) are left out;
 //! - the Parallel's Catch is chosen from the user's states (wrap_shape):
-//!   every error holds the lock `--workload-max-run-seconds` before the
-//!   release if any state, at any depth, can run work side by side or
+//!   every error holds the lock (the held path: `--workload-max-run-seconds`,
+//!   plus 300 s when a Distributed Map runs Express child executions, which
+//!   cannot be stopped) before the release if any state, at any depth, can
+//!   run work side by side or
 //!   outlive its state (a Map, a Parallel, any Task but a plain synchronous
 //!   Lambda invocation); otherwise the errors after which the invocation may
 //!   still run hold it and every other error releases at once;
 //! - `TimeoutSeconds` (the files have none) is the user's own (required)
 //!   plus the wait, the acquire's and the release's retries and the held
-//!   path, and the lease is that plus `--workload-max-run-seconds` plus
+//!   path, and the lease is that plus the held path plus
 //!   `--lease-margin-seconds`, a literal `leaseSeconds`, which a stack with
 //!   MaxLeaseSeconds empty (the default) grants (wrap_timing);
 //! - `Version` is kept; `Comment` is the user's, then what the wrap did
@@ -56,7 +58,10 @@
 //! sample Task catches before its catch-all (States.Timeout,
 //! States.HeartbeatTimeout, the Lambda service errors of an invoke: read
 //! from the file, so the two cannot drift) and the catch-alls
-//! that include them (States.ALL, States.TaskFailed). A Retry on one starts a
+//! that include them (States.ALL, States.TaskFailed); on a Map or Parallel,
+//! any error; on a Task that waits for work outside it (`.sync`, `.sync:2`,
+//! `.waitForTaskToken`, an activity), any error, because the same names
+//! come from the call that starts the work and from the wait for it. A Retry on one starts a
 //! second run beside the first (the file's own workload Task retries only
 //! throttling for this reason), and the lock is released when the branch
 //! ends; a Catch on one ends the error inside the branch, so the lock's Catch
@@ -69,7 +74,11 @@
 //! (ToleratedFailureCount or ToleratedFailurePercentage above 0, or either's
 //! `...Path` form) is refused, and let through by the same flag, for the same
 //! reason: a failed item's work may run on after the Map succeeds, and a
-//! success releases at once (wrap_tolerated).
+//! success releases at once (wrap_tolerated). So is a Task that starts work
+//! it does not wait for (an asynchronous Lambda invoke, a job started
+//! without `.sync`, an AWS SDK `start...`/`run...`/`submit...`/
+//! `create...Job` action), whose success would release the lock while that
+//! work runs (wrap_unwaited).
 //!
 //! **Redrive.** Redrive re-runs only the states that did not succeed, so a
 //! wrapped execution redriven after a stop, a timeout or an error no Catch
@@ -86,8 +95,9 @@
 //! state (names are unique across a whole state machine, branches
 //! included); no top-level TimeoutSeconds, or one whose wrapped timeout or
 //! lease would pass ASL's or acquire-lock's limit; a Retry or Catch on an
-//! error after which the work may still be running, or a Map that tolerates
-//! failed items (above). Everything else a definition holds may stay in a
+//! error after which the work may still be running, a Map that tolerates
+//! failed items, or a Task that does not wait for the work it starts
+//! (above). Everything else a definition holds may stay in a
 //! Parallel branch: a branch is a whole state machine's `StartAt` and
 //! `States` (ASL, Parallel state: "exactly like those in the top level"),
 //! its transitions stay inside, and its Fail states fail the Parallel, which
@@ -122,6 +132,8 @@ mod text;
 mod timing;
 #[path = "wrap_tolerated.rs"]
 mod tolerated;
+#[path = "wrap_unwaited.rs"]
+mod unwaited;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -148,8 +160,15 @@ use template::{LockName, Mode, Settings};
     Lambda.AWSLambdaException, Lambda.SdkClientException, \
     Lambda.ClientExecutionTimeoutException, States.ALL, States.TaskFailed): the lock's own \
     states handle those; any Retry or Catch on a Map or Parallel (the other items' or \
-    branches' invocations run on after one failed); and a Map that tolerates failed items \
-    (ToleratedFailureCount or ToleratedFailurePercentage above 0, or their ...Path forms).\n\n\
+    branches' invocations run on after one failed), or on a .sync, .sync:2 or \
+    .waitForTaskToken Task or an activity (its errors cannot tell a start that failed from \
+    work that runs on); a Map that tolerates failed items (ToleratedFailureCount or \
+    ToleratedFailurePercentage above 0, or their ...Path forms); and a Task that starts work \
+    it does not wait for (a Lambda invoke with InvocationType Event or InvocationType.$; \
+    states:startExecution, ecs:runTask, batch:submitJob, glue:startJobRun and the other \
+    integrations with a .sync form, used without it; an aws-sdk: action named start..., \
+    run..., submit..., create...Job or ...Async), which would release the lock on success \
+    while that work runs.\n\n\
     Do not redrive a wrapped execution (the output's Comment says why): start a new one.\n\n\
     The output keeps ${AcquireLockFunctionArn} and ${ReleaseLockFunctionArn} for your \
     template's DefinitionSubstitutions: give them the stack outputs \
@@ -180,9 +199,11 @@ pub struct WrapArgs {
     /// (and the lease grows with it) [default: 3600].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=36000))]
     max_wait_seconds: Option<u32>,
-    /// The longest a piece of your work runs on after its state ended (your Lambda function's
-    /// own Timeout): the lock is held that long after an error that may leave work running,
-    /// and it is added to your TimeoutSeconds and to the lease.
+    /// The longest any piece of your work (a Lambda invocation, a job, a worker, a child
+    /// execution) runs on after its state stopped: for a Lambda function, its own Timeout. The
+    /// lock is held that long after an error that may leave work running (300 s more if a
+    /// Distributed Map runs Express child executions, which cannot be stopped), and it is added
+    /// to your TimeoutSeconds and to the lease.
     #[arg(long, value_name = "SECONDS", default_value_t = 900,
           value_parser = clap::value_parser!(u32).range(30..=86400))]
     workload_max_run_seconds: u32,
@@ -197,9 +218,11 @@ pub struct WrapArgs {
     pass_lock_to_workload: bool,
     /// Wrap even if your states Retry or Catch an error after which their work may still be
     /// running (States.Timeout, States.HeartbeatTimeout, a Lambda service error, States.ALL,
-    /// States.TaskFailed), or a Map of yours tolerates failed items, which lets the lock go
-    /// while that work runs on: one warning line each on stderr, and the mutual exclusion is
-    /// yours to ensure.
+    /// States.TaskFailed; any error of a Map, a Parallel, a .sync, .sync:2 or
+    /// .waitForTaskToken Task or an activity), a Map of yours tolerates failed items, or a Task
+    /// starts work it does not wait for (e.g. because your states poll it to its end), which
+    /// lets the lock go while that work runs on: one warning line each on stderr, and the
+    /// mutual exclusion is yours to ensure.
     #[arg(long)]
     allow_unsafe_error_handling: bool,
     /// The partition the state machine runs in (aws, aws-cn, aws-us-gov, ...): the lock

@@ -47,12 +47,12 @@ pub(crate) fn build(
     let left_out = template.left_out();
     let comment = comment(settings, user, &template.value, &left_out);
     let (lock_field, lock_value) = settings.lock_name.field();
-    let held = settings.workload_max_run_seconds;
+    let held = user.timing.bounds.describe_held();
     // The values a wrap sets in the file's states.
     let values: [(&[&str], Value); 4] = [
         (
             &["States", WORKLOAD_STATE, "Comment"],
-            json!(user.shape.workload_comment(held)),
+            json!(user.shape.workload_comment(&held)),
         ),
         (
             &["States", WORKLOAD_STATE, "Catch"],
@@ -61,7 +61,7 @@ pub(crate) fn build(
         (&["States", WORKLOAD_STATE, "Next"], json!(RELEASE_STATE)),
         (
             &["States", WAIT_STATE, "Comment"],
-            json!(user.shape.wait_comment(held)),
+            json!(user.shape.wait_comment(&held)),
         ),
     ];
 

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::errors::unsafe_error_handling;
-use super::shape::{shape, Shape};
+use super::shape::{express_child_map, shape, Shape};
 use super::states::{for_each_state, kind, machine};
 use super::timing::{Bounds, Timing};
 
@@ -98,6 +98,7 @@ pub(crate) fn check(definition: &Value, rules: &Rules) -> Result<UserDefinition,
     })?;
     let timing = rules
         .bounds
+        .with_express_map(express_child_map(states)?)
         .timing(timeout_seconds(top.get("TimeoutSeconds"))?)?;
     let warnings = unsafe_error_handling(
         states,

@@ -25,7 +25,7 @@ pub(crate) fn comment(
         lock = settings.lock_name.describe(),
         limit = settings.limit,
         file = settings.mode.file(),
-        shape = user.shape.describe(settings.workload_max_run_seconds),
+        shape = user.shape.describe(&user.timing.bounds.describe_held()),
         timeout = user.timing.describe_timeout(),
         lease = user.timing.describe_lease(),
     );

@@ -1,7 +1,9 @@
 //! The user's error handling that would let the lock go while work runs on
 //! (wrap.rs, "The user's Retry and Catch"): a Retry or Catch on an error
-//! after which a task's work may still be running, and (wrap_tolerated) a
-//! Map that tolerates failed items. Each is refused in one line naming the
+//! after which a task's work may still be running (any error of a Map, a
+//! Parallel, a `.sync`, `.sync:2` or `.waitForTaskToken` Task or an
+//! activity), (wrap_tolerated) a Map that tolerates failed items, and
+//! (wrap_unwaited) a Task that starts work it does not wait for. Each is refused in one line naming the
 //! state and the field, or, with --allow-unsafe-error-handling, wrapped with
 //! one warning line each.
 
@@ -9,9 +11,11 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use super::shape::arn_parts;
 use super::states::for_each_state;
 use super::template::{SAMPLE_TASK, WORKLOAD_STATE};
 use super::tolerated::tolerated_failures;
+use super::unwaited::unwaited_work;
 
 /// The catch-alls that include the errors after which work may still run.
 const CATCH_ALLS: [&str; 2] = ["States.ALL", "States.TaskFailed"];
@@ -85,6 +89,7 @@ pub(crate) fn unsafe_error_handling(
     for_each_state(states, &mut |name, state| {
         found.extend(unsafe_retry_and_catch(name, state, work_may_still_run));
         found.extend(tolerated_failures(name, state));
+        found.extend(unwaited_work(name, state));
         Ok(())
     })?;
     match found.first() {
@@ -107,7 +112,8 @@ pub(crate) fn unsafe_error_handling(
 /// Each Retry and Catch entry of `state` on an error after which the work
 /// may still be running: on a Map or Parallel, every error (one failing
 /// item or branch stops the others as states, while their invocations run
-/// on), elsewhere those in `work_may_still_run`.
+/// on); on a Task that waits for work outside it (`waits_on`), every error;
+/// elsewhere those in `work_may_still_run`.
 fn unsafe_retry_and_catch(
     name: &str,
     state: &Map<String, Value>,
@@ -117,6 +123,7 @@ fn unsafe_retry_and_catch(
         state.get("Type").and_then(Value::as_str),
         Some("Map" | "Parallel")
     );
+    let waits_on = waits_on(state);
     let mut found = Vec::new();
     for field in ["Retry", "Catch"] {
         let entries = state.get(field).and_then(Value::as_array);
@@ -131,20 +138,72 @@ fn unsafe_retry_and_catch(
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-                .filter(|error| side_by_side || work_may_still_run.contains(*error))
+                .filter(|error| {
+                    side_by_side || waits_on.is_some() || work_may_still_run.contains(*error)
+                })
                 .collect();
             if !errors.is_empty() {
                 found.push(Unsafe {
-                    description: match side_by_side {
-                        true => describe_side_by_side(name, field, &errors),
-                        false => describe_unsafe(name, field, &errors),
+                    description: match (side_by_side, waits_on) {
+                        (true, _) => describe_side_by_side(name, field, &errors),
+                        (false, Some(work)) => describe_waiting(name, field, &errors, work),
+                        (false, None) => describe_unsafe(name, field, &errors),
                     },
-                    remedy: RETRY_CATCH_REMEDY,
+                    remedy: match waits_on {
+                        Some(_) => WAITING_REMEDY,
+                        None => RETRY_CATCH_REMEDY,
+                    },
                 });
             }
         }
     }
     found
+}
+
+/// What `state` waits for, if it is a Task that waits for work outside it:
+/// a job (`.sync`, `.sync:2`), a callback (`.waitForTaskToken`) or an
+/// activity's worker. No error name proves that work has not started or
+/// has ended: a `.sync` Task's service errors come from the call that
+/// starts the job (nothing runs) and from the polling that watches it (the
+/// job runs on) alike, and a callback's or an activity's from the call that
+/// hands the work over and from the worker alike.
+fn waits_on(state: &Map<String, Value>) -> Option<&'static str> {
+    if state.get("Type").and_then(Value::as_str) != Some("Task") {
+        return None;
+    }
+    let resource = state.get("Resource").and_then(Value::as_str)?;
+    if resource.ends_with(".sync") || resource.ends_with(".sync:2") {
+        Some("a job (.sync)")
+    } else if resource.ends_with(".waitForTaskToken") {
+        Some("a callback (.waitForTaskToken)")
+    } else if arn_parts(resource)
+        .get(2..6)
+        .is_some_and(|parts| parts[0] == "states" && parts[3] == "activity")
+    {
+        Some("an activity's worker")
+    } else {
+        None
+    }
+}
+
+/// What to do about a Retry or Catch on a Task that waits for work instead.
+const WAITING_REMEDY: &str = "remove it and let the lock's own states handle these errors \
+    (they hold the lock until the work has stopped, then fail the execution with the error); \
+    retry inside the job or the worker, or start it again from a new execution";
+
+/// A Retry or Catch on a Task that waits for `work`: where, on what, and why.
+fn describe_waiting(state: &str, field: &str, errors: &[&str], work: &str) -> String {
+    let why = if field == "Retry" {
+        "a retry starts it a second time beside the first"
+    } else {
+        "the Catch lets your states go on, and end, and the lock be released, while it runs"
+    };
+    format!(
+        "state \"{state}\" has a {field} on {}: it waits for {work}, and no error of it proves \
+         that the work did not start or has ended (the same names come from the call that starts \
+         it and from the wait for it), so the work may still run, and {why}",
+        errors.join(", ")
+    )
 }
 
 /// A Retry or Catch on a Map or Parallel: where, on what, and why any error

@@ -46,7 +46,9 @@ pub(crate) fn wrap_text(
         bounds: &Bounds::new(settings, &reviewed.value).map_err(internal)?,
     };
     let checked = check(&value, &rules).map_err(|reason| format!("cannot wrap: {reason}"))?;
-    let template = Template::load(settings, checked.timing.lease).map_err(internal)?;
+    let held = checked.timing.bounds.held_path();
+    let template =
+        Template::load_holding(settings, checked.timing.lease, held).map_err(internal)?;
     let parts = UserParts {
         text,
         value: &value,
@@ -57,7 +59,9 @@ pub(crate) fn wrap_text(
     };
     let definition = build(&template, settings, &parts).map_err(internal)?;
     let notes = vec![
-        checked.shape.describe(settings.workload_max_run_seconds),
+        checked
+            .shape
+            .describe(&checked.timing.bounds.describe_held()),
         checked.timing.describe_timeout(),
         checked.timing.describe_lease(),
     ];

@@ -71,14 +71,15 @@ impl Shape {
     }
 
     /// Which shape and why, in a sentence, for stderr and the Comment.
-    pub(crate) fn describe(&self, held: u32) -> String {
+    /// `held` is how long the held path holds the lock, and why
+    /// (Bounds::describe_held).
+    pub(crate) fn describe(&self, held: &str) -> String {
         match self {
             Shape::Sequential => format!(
                 "Your states run one Lambda invocation at a time (Pass, Wait, Choice, Succeed, \
                  Fail and plain Lambda Tasks only), so an error that proves the invocation ended \
                  releases the lock at once, and States.Timeout, States.HeartbeatTimeout and the \
-                 Lambda service errors, after which it may still run, hold it {held} s \
-                 (--workload-max-run-seconds) first."
+                 Lambda service errors, after which it may still run, hold it {held} first."
             ),
             Shape::MayOutlive { state, why, more } => {
                 let more = match more {
@@ -87,8 +88,8 @@ impl Shape {
                     n => format!(" (and {n} more such states)"),
                 };
                 format!(
-                    "Every error out of your states holds the lock {held} s \
-                     (--workload-max-run-seconds) before it is released, because state \
+                    "Every error out of your states holds the lock {held} before it is \
+                     released, because state \
                      \"{state}\" is {why}{more}: when work runs side by side or outlives its \
                      state, no error name proves that nothing runs."
                 )
@@ -97,7 +98,7 @@ impl Shape {
     }
 
     /// The Parallel's Comment in the output.
-    pub(crate) fn workload_comment(&self, held: u32) -> String {
+    pub(crate) fn workload_comment(&self, held: &str) -> String {
         format!(
             "sfn-lock wrap: one branch holding your states, so that one Catch covers them all. \
              {} The release after success is Release Lock; after an error, Release Lock After \
@@ -107,20 +108,44 @@ impl Shape {
     }
 
     /// The Comment of Wait For Workload To Stop in the output.
-    pub(crate) fn wait_comment(&self, held: u32) -> String {
+    pub(crate) fn wait_comment(&self, held: &str) -> String {
         let after = match self {
             Shape::Sequential => "an error after which your Lambda invocation may still run",
             Shape::MayOutlive { .. } => "every error out of your states",
         };
         format!(
-            "Reached after {after}: the lock stays held {held} s (--workload-max-run-seconds, \
-             the longest a piece of your work runs on after its state stopped), so the next \
-             execution cannot start beside it, then is released. The data is the caught {{Error, \
+            "Reached after {after}: the lock stays held {held}, the longest a piece of your work \
+             runs on after its state stopped, so the next execution cannot start beside it, then \
+             is released. The data is the caught {{Error, \
              Cause}}, passed through unchanged for the re-raise. If this execution times out or \
              is stopped while waiting, the cleanup sweep releases the lock, no earlier than the \
              stack's WorkloadMaxRunSeconds after the execution ended; at worst the lease does."
         )
     }
+}
+
+/// The first Distributed Map, by name, depth first, whose child executions
+/// are Express (ExecutionType other than STANDARD): those cannot be stopped
+/// (StopExecution does not support Express state machines), so after an
+/// error they run on up to their own 300 s, and their tasks' work after
+/// that (wrap_timing adds it to the held path).
+pub(crate) fn express_child_map(states: &Map<String, Value>) -> Result<Option<String>, String> {
+    let mut found = None;
+    for_each_state(states, &mut |name, state| {
+        let config = state
+            .get("ItemProcessor")
+            .and_then(|processor| processor.get("ProcessorConfig"));
+        let mode = config.and_then(|config| config.get("Mode"));
+        let execution_type = config.and_then(|config| config.get("ExecutionType"));
+        let express = state.get("Type").and_then(Value::as_str) == Some("Map")
+            && mode.and_then(Value::as_str) == Some("DISTRIBUTED")
+            && execution_type.and_then(Value::as_str) != Some("STANDARD");
+        if express && found.is_none() {
+            found = Some(name.to_owned());
+        }
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 /// Why `state` may run work side by side or outlive its state, if it may.
@@ -200,7 +225,7 @@ fn task_may_outlive(state: &Map<String, Value>) -> Option<String> {
 
 /// The colon-separated parts of an ARN; a `${...}` placeholder is one
 /// opaque piece, because CloudFormation's `${AWS::Partition}` holds colons.
-fn arn_parts(arn: &str) -> Vec<&str> {
+pub(crate) fn arn_parts(arn: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut start, mut at) = (0, 0);
     while let Some(rest) = arn.get(at..).filter(|rest| !rest.is_empty()) {
@@ -222,7 +247,7 @@ fn arn_parts(arn: &str) -> Vec<&str> {
 
 /// `aws`, `aws-cn`, `aws-us-gov`, ..., or one placeholder standing for the
 /// partition: a substitution there says where the resource is, not what.
-fn is_partition(part: &str) -> bool {
+pub(crate) fn is_partition(part: &str) -> bool {
     let placeholder =
         part.starts_with("${") && part.ends_with('}') && part.matches('}').count() == 1;
     let named = part

@@ -128,6 +128,18 @@ impl Template {
     /// The file of `settings.mode` with its placeholders filled in and
     /// `lease_seconds` as the lease Acquire Lock asks for.
     pub(crate) fn load(settings: &Settings, lease_seconds: u64) -> Result<Template, String> {
+        let held = u64::from(settings.workload_max_run_seconds);
+        Template::load_holding(settings, lease_seconds, held)
+    }
+
+    /// The same, with `held_seconds` as the Seconds of Wait For Workload To
+    /// Stop (wrap_timing's H: `--workload-max-run-seconds`, plus 300 s for
+    /// Express child executions).
+    pub(crate) fn load_holding(
+        settings: &Settings,
+        lease_seconds: u64,
+        held_seconds: u64,
+    ) -> Result<Template, String> {
         let file = settings.mode.file();
         let mut text = settings.mode.template().to_owned();
         if text.matches(LEASE_EXPRESSION).count() != 1 {
@@ -139,10 +151,7 @@ impl Template {
         );
         let substitutions = [
             ("Partition", settings.partition.clone()),
-            (
-                "WorkloadMaxRunSeconds",
-                settings.workload_max_run_seconds.to_string(),
-            ),
+            ("WorkloadMaxRunSeconds", held_seconds.to_string()),
             (
                 "LeaseMarginSeconds",
                 settings.lease_margin_seconds.to_string(),

@@ -4,19 +4,26 @@
 //! bounded. The user's states are not (ASL has no TimeoutSeconds on a
 //! Parallel), so a wrap keeps an execution timeout and makes it hold:
 //!
-//! TimeoutSeconds = U + W + A + M + R, where U is the user's own
+//! TimeoutSeconds = U + W + A + H + R, where U is the user's own
 //! TimeoutSeconds, W `--max-wait-seconds` (0 in `--mode skip`), A the most
-//! the acquire can take past the wait's bound, M `--workload-max-run-seconds`
-//! (the held path after an error) and R the most a release can take. So a
+//! the acquire can take past the wait's bound, H the held path after an
+//! error (the Seconds of Wait For Workload To Stop) and R the most a release
+//! can take. H is M, `--workload-max-run-seconds` (the longest any piece of
+//! the work runs on after its state stopped), plus E = 300 s when a
+//! Distributed Map at any depth runs Express child executions
+//! (wrap_shape's `express_child_map`): Step Functions cannot stop those
+//! (StopExecution does not support Express state machines), so after the
+//! Map failed one may run on up to the 300 s an Express execution lasts,
+//! and its task's work M after that. So a
 //! wait that runs out ends in LockWaitTimeout rather than TIMED_OUT, and an
 //! execution admitted at the last moment of its wait still has U for its
 //! states, then the held path and the release.
 //!
-//! Lease = TimeoutSeconds + M + `--lease-margin-seconds`, counted from the
+//! Lease = TimeoutSeconds + H + `--lease-margin-seconds`, counted from the
 //! grant, which is at or after the execution's start: the execution ends
-//! within TimeoutSeconds of it, and a piece of its work may run on M after
+//! within TimeoutSeconds of it, and a piece of its work may run on H after
 //! that (Step Functions stops no Lambda invocation when an execution times
-//! out).
+//! out, nor an Express child execution).
 //!
 //! The lease and the stack: acquire-lock refuses a lease above its
 //! MAX_LEASE_SECONDS, the stack's MaxLeaseSeconds. Empty (the default) sets
@@ -49,19 +56,25 @@ pub(crate) const RELEASE_INVOCATION_SECONDS: u64 = 26 + 10;
 pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 99_999_999;
 /// The longest lease acquire-lock accepts (README, "The contract").
 pub(crate) const MAX_LEASE_SECONDS: u64 = sfn_lock::MAX_LEASE_SECONDS as u64;
+/// E: how long an Express child execution of a Distributed Map may run on
+/// after the Map failed (an Express execution lasts up to 5 minutes).
+pub(crate) const EXPRESS_CHILD_SECONDS: u64 = 300;
 /// More attempts than this in a summed retrier is no bound worth adding.
 const MAX_SUMMED_ATTEMPTS: u64 = 100;
 
 /// What the lock's states add around the user's states, in seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Bounds {
     pub(crate) mode: Mode,
     /// W: `--max-wait-seconds`, 0 in `--mode skip`.
     pub(crate) wait: u64,
     /// A: the most the acquire takes past the wait's bound.
     pub(crate) acquire: u64,
-    /// M: `--workload-max-run-seconds`, the held path.
+    /// M: `--workload-max-run-seconds`.
     pub(crate) held: u64,
+    /// The Distributed Map with Express child executions that adds E to
+    /// the held path, if any.
+    pub(crate) express_map: Option<String>,
     /// R: the most a release takes, retries included.
     pub(crate) release: u64,
     /// `--lease-margin-seconds`.
@@ -69,7 +82,7 @@ pub(crate) struct Bounds {
 }
 
 /// A wrap's numbers for a user's TimeoutSeconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Timing {
     /// U: the user's own TimeoutSeconds.
     pub(crate) user: u64,
@@ -98,9 +111,53 @@ impl Bounds {
             wait: settings.wait_seconds(),
             acquire,
             held: u64::from(settings.workload_max_run_seconds),
+            express_map: None,
             release,
             margin: u64::from(settings.lease_margin_seconds),
         })
+    }
+
+    /// These bounds for user states with `express_map`, a Distributed Map
+    /// with Express child executions (wrap_shape's `express_child_map`).
+    pub(crate) fn with_express_map(&self, express_map: Option<String>) -> Bounds {
+        Bounds {
+            express_map,
+            ..self.clone()
+        }
+    }
+
+    /// H: how long Wait For Workload To Stop holds the lock, in seconds.
+    pub(crate) fn held_path(&self) -> u64 {
+        match self.express_map {
+            Some(_) => self.held.saturating_add(EXPRESS_CHILD_SECONDS),
+            None => self.held,
+        }
+    }
+
+    /// Where H comes from, in short, for the sums.
+    fn held_terms(&self) -> String {
+        match &self.express_map {
+            None => "--workload-max-run-seconds".into(),
+            Some(map) => format!(
+                "--workload-max-run-seconds {} + {EXPRESS_CHILD_SECONDS} s for the Express child \
+                 executions of \"{map}\"",
+                self.held
+            ),
+        }
+    }
+
+    /// H and where it comes from, for the notes and Comments.
+    pub(crate) fn describe_held(&self) -> String {
+        match &self.express_map {
+            None => format!("{} s (--workload-max-run-seconds)", self.held),
+            Some(map) => format!(
+                "{} s (--workload-max-run-seconds {} + {EXPRESS_CHILD_SECONDS} s because the \
+                 Express child executions of Distributed Map \"{map}\" cannot be stopped and \
+                 run up to {EXPRESS_CHILD_SECONDS} s)",
+                self.held_path(),
+                self.held
+            ),
+        }
     }
 
     /// The timing for the user's TimeoutSeconds `user`, or why it cannot be.
@@ -112,11 +169,12 @@ impl Bounds {
         };
         let timing = |execution_timeout, lease| Timing {
             user,
-            bounds: *self,
+            bounds: self.clone(),
             execution_timeout,
             lease,
         };
-        let execution_timeout = sum(&[user, self.wait, self.acquire, self.held, self.release])
+        let held = self.held_path();
+        let execution_timeout = sum(&[user, self.wait, self.acquire, held, self.release])
             .filter(|seconds| *seconds <= MAX_TIMEOUT_SECONDS)
             .ok_or_else(|| {
                 format!(
@@ -125,13 +183,13 @@ impl Bounds {
                     timing(0, 0).terms()
                 )
             })?;
-        let lease = sum(&[execution_timeout, self.held, self.margin])
+        let lease = sum(&[execution_timeout, held, self.margin])
             .filter(|seconds| *seconds <= MAX_LEASE_SECONDS)
             .ok_or_else(|| {
                 format!(
                     "TimeoutSeconds {user} makes a lease of {} s ({}), over the \
                      {MAX_LEASE_SECONDS} acquire-lock accepts: lower TimeoutSeconds or those flags",
-                    sum(&[execution_timeout, self.held, self.margin])
+                    sum(&[execution_timeout, held, self.margin])
                         .map_or("too many".into(), |lease| lease.to_string()),
                     timing(execution_timeout, 0).lease_terms()
                 )
@@ -156,17 +214,23 @@ impl Timing {
             ),
         };
         format!(
-            "your {} + {wait} + {} (held after an error, --workload-max-run-seconds) + {} (the \
-             release's retries and their invocations)",
-            self.user, b.held, b.release
+            "your {} + {wait} + {} (held after an error, {}) + {} (the release's retries and \
+             their invocations)",
+            self.user,
+            b.held_path(),
+            b.held_terms(),
+            b.release
         )
     }
 
     /// The lease as its sum.
     fn lease_terms(&self) -> String {
         format!(
-            "TimeoutSeconds {} + {} (--workload-max-run-seconds) + {} (--lease-margin-seconds)",
-            self.execution_timeout, self.bounds.held, self.bounds.margin
+            "TimeoutSeconds {} + {} (held after an error, {}) + {} (--lease-margin-seconds)",
+            self.execution_timeout,
+            self.bounds.held_path(),
+            self.bounds.held_terms(),
+            self.bounds.margin
         )
     }
 

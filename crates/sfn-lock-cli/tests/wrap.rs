@@ -4,7 +4,8 @@
 //! No local stack needed: wrap only reads a file. The refusals
 //! (wrap/refusals.rs), which errors hold the lock (wrap/held.rs), the
 //! timeout and lease (wrap/timing.rs) and the user's error handling that
-//! would free the lock under running work (wrap/unsafe_handling.rs) have
+//! would free the lock under running work (wrap/unsafe_handling.rs), and
+//! Tasks that do not wait for the work they start (wrap/unwaited.rs) have
 //! modules of their own.
 
 #[path = "wrap/arns.rs"]
@@ -17,6 +18,8 @@ mod refusals;
 mod timing;
 #[path = "wrap/unsafe_handling.rs"]
 mod unsafe_handling;
+#[path = "wrap/unwaited.rs"]
+mod unwaited;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

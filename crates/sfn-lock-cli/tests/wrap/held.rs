@@ -172,10 +172,22 @@ fn an_activity_a_sync_job_and_a_callback_hold_on_every_error() {
         lambda_task("${ShipResource}"),
         "a Task on \"${ShipResource}\"",
     );
-    // So may an invoke that does not wait for the function.
+    // An invoke that does not wait for the function is refused
+    // (wrap/unwaited.rs), or, wrapped anyway, holds on every error.
     let mut event = lambda_task("arn:aws:states:::lambda:invoke");
     event["Parameters"]["InvocationType"] = json!("Event");
-    assert_all_held(event, "an asynchronous Lambda invoke");
+    event["Next"] = json!("Done");
+    event.as_object_mut().map(|fields| fields.remove("End"));
+    let out = wrap_edited(
+        |definition| definition["States"]["Summarize"] = event,
+        &["--allow-unsafe-error-handling"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let wrapped: Value = serde_json::from_slice(&out.stdout).expect("the output is JSON");
+    assert_eq!(
+        workload_catch(&wrapped),
+        &json!([{"ErrorEquals": ["States.ALL"], "Next": WAIT}])
+    );
 }
 
 #[test]

@@ -198,3 +198,88 @@ fn a_default_flag_lease_is_granted_by_a_default_stack() {
         "{below:?}"
     );
 }
+
+/// The sample with a Distributed Map of `execution_type` child executions
+/// nested in a Parallel branch.
+fn with_distributed_map(execution_type: &'static str) -> impl FnOnce(&mut Value) {
+    move |definition| {
+        let map = json!({
+            "Type": "Map",
+            "ItemsPath": "$.items",
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": execution_type},
+                "StartAt": "Ship Item",
+                "States": {"Ship Item": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::lambda:invoke",
+                    "Parameters": {"FunctionName": "${ShipFunctionArn}", "Payload.$": "$"},
+                    "TimeoutSeconds": 5,
+                    "End": true
+                }}
+            },
+            "End": true
+        });
+        definition["States"]["Summarize"] = json!({
+            "Type": "Parallel",
+            "Branches": [{"StartAt": "Ship All", "States": {"Ship All": map}}],
+            "Next": "Done"
+        });
+    }
+}
+
+/// The held Wait's Seconds, the TimeoutSeconds and the lease of a wrap.
+fn numbers(wrapped: &Value) -> (u64, u64, u64) {
+    let states = &wrapped["States"];
+    (
+        states["Wait For Workload To Stop"]["Seconds"]
+            .as_u64()
+            .expect("held"),
+        wrapped["TimeoutSeconds"]
+            .as_u64()
+            .expect("a TimeoutSeconds"),
+        states["Acquire Lock"]["Parameters"]["Payload"]["leaseSeconds"]
+            .as_u64()
+            .expect("a lease"),
+    )
+}
+
+#[test]
+fn express_child_executions_of_a_distributed_map_are_held_300_s_longer() {
+    let plain = stdout_json(&wrap_edited(|_| {}, &[]));
+    let standard = stdout_json(&wrap_edited(with_distributed_map("STANDARD"), &[]));
+    assert_eq!(numbers(&standard), numbers(&plain), "STANDARD: unchanged");
+    let (held, timeout, lease) = numbers(&plain);
+    assert_eq!(held, 900);
+
+    let out = wrap_edited(with_distributed_map("EXPRESS"), &[]);
+    let express = stdout_json(&out);
+    // The held path, the timeout that counts it and the lease that counts
+    // it twice (in the timeout and after it).
+    assert_eq!(
+        numbers(&express),
+        (held + 300, timeout + 300, lease + 600),
+        "EXPRESS"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = "1200 s (--workload-max-run-seconds 900 + 300 s because the Express child \
+                executions of Distributed Map \"Ship All\" cannot be stopped and run up to 300 s)";
+    assert!(stderr.contains(said), "{said:?} in {stderr}");
+    let wait = express["States"]["Wait For Workload To Stop"]["Comment"]
+        .as_str()
+        .expect("a Comment");
+    assert!(wait.contains(said), "{said:?} in {wait}");
+}
+
+#[test]
+fn help_says_what_workload_max_run_seconds_bounds() {
+    let out = super::wrap(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for expected in [
+        "The longest any piece of your work (a Lambda invocation, a job, a worker, a child \
+         execution) runs on after its state stopped",
+        "Express child executions",
+    ] {
+        assert!(help.contains(expected), "{expected:?} in {help}");
+    }
+}

@@ -1,4 +1,5 @@
-//! The user's Retry and Catch on errors after which work may still run, and
+//! The user's Retry and Catch on errors after which work may still run (on
+//! a Map, a Parallel, a job, a callback or an activity, any error), and
 //! Maps that tolerate failed items: refused, or wrapped with one warning
 //! each under --allow-unsafe-error-handling.
 
@@ -250,4 +251,82 @@ fn a_map_that_tolerates_failed_items_is_refused_unless_allowed() {
         &[],
     );
     stdout_json(&zero);
+}
+
+/// The sample's "Run Workload" on `resource`, with `field` on `error`.
+fn waiting_task_with(
+    resource: &'static str,
+    field: &'static str,
+    error: &'static str,
+) -> impl FnOnce(&mut Value) {
+    move |definition| {
+        let task = &mut definition["States"]["Run Workload"];
+        task["Resource"] = json!(resource);
+        task["Parameters"] = json!({"Cluster": "c", "TaskDefinition": "t"});
+        task.as_object_mut().map(|fields| fields.remove("Retry"));
+        task[field] = match field {
+            "Catch" => json!([{"ErrorEquals": [error], "Next": "Reject Order"}]),
+            _ => json!([{"ErrorEquals": [error], "MaxAttempts": 2}]),
+        };
+    }
+}
+
+#[test]
+fn any_error_handled_on_a_job_a_callback_or_an_activity_is_refused() {
+    // A service error of a .sync Task may come from the start (nothing
+    // runs) or from the polling (the job runs on): the names are the same.
+    for (resource, error) in [
+        (
+            "arn:aws:states:::ecs:runTask.sync",
+            "ECS.AmazonECSException",
+        ),
+        (
+            "arn:aws:states:::batch:submitJob.sync",
+            "Batch.BatchException",
+        ),
+        (
+            "arn:aws:states:::states:startExecution.sync:2",
+            "StepFunctions.ExecutionLimitExceededException",
+        ),
+        (
+            "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Order.Rejected",
+        ),
+        (
+            "arn:aws:states:us-east-1:123456789012:activity:ship",
+            "Order.Rejected",
+        ),
+    ] {
+        for field in ["Catch", "Retry"] {
+            let out = wrap_edited(waiting_task_with(resource, field, error), &[]);
+            assert_refused(
+                &out,
+                1,
+                &format!("state \"Run Workload\" has a {field} on {error}"),
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            for expected in [
+                "let the lock's own states handle",
+                "--allow-unsafe-error-handling",
+            ] {
+                assert!(
+                    stderr.contains(expected),
+                    "{resource}: {expected:?} in {stderr}"
+                );
+            }
+        }
+    }
+    // A retrier that never retries passes.
+    let out = wrap_edited(
+        |definition| {
+            waiting_task_with(
+                "arn:aws:states:::ecs:runTask.sync",
+                "Retry",
+                "ECS.AmazonECSException",
+            )(definition);
+            definition["States"]["Run Workload"]["Retry"][0]["MaxAttempts"] = json!(0);
+        },
+        &[],
+    );
+    stdout_json(&out);
 }
