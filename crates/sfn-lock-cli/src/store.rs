@@ -2,7 +2,7 @@
 //! Lambda functions read (`LOCK_STORE_URL` or `LOCK_TABLE_NAME`), with the
 //! standard AWS variables for credentials, Region and endpoints.
 
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::lambda::{sdk_config, store_with_waker};
 use sfn_lock::{AnyStore, StoreUrl};
 
 /// The store, or one line saying why there is none (exit status 1).
@@ -12,7 +12,10 @@ pub async fn open(store: Option<&str>) -> Result<(AnyStore, StoreUrl), String> {
         None => StoreUrl::from_lookup(|name| std::env::var(name).ok()),
     };
     let sdk = sdk_config().await;
-    url.and_then(|url| Ok((AnyStore::from_url(&url, &sdk)?, url)))
+    // With a waker: a release (run's, or --force) on a lock with a queue
+    // hands it to the next waiter and wakes it (states:SendTaskSuccess),
+    // as the functions do, instead of leaving it to the reconciler.
+    url.and_then(|url| Ok((store_with_waker(&url, &sdk)?, url)))
         .map_err(|error| format!("the store is misconfigured: {error}"))
 }
 

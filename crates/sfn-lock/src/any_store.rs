@@ -140,11 +140,15 @@ impl LockStore for AnyStore {
         each!(self, store => store.list_held(max))
     }
 
-    async fn queues_to_wake(&self, max: usize) -> Result<Vec<LockName>, StoreError> {
-        each!(self, store => store.queues_to_wake(max))
+    async fn queues_to_wake(
+        &self,
+        max: usize,
+        now: EpochMillis,
+    ) -> Result<Vec<LockName>, StoreError> {
+        each!(self, store => store.queues_to_wake(max, now))
     }
 
-    async fn wake_queue(&self, lock_name: &LockName, now: EpochMillis) -> Result<(), StoreError> {
+    async fn wake_queue(&self, lock_name: &LockName, now: EpochMillis) -> Result<bool, StoreError> {
         each!(self, store => store.wake_queue(lock_name, now))
     }
 }

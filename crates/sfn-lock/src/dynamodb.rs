@@ -24,8 +24,8 @@ use crate::queue::Wake;
 use crate::dynamodb_item::{gc_after, holder_from, number, string};
 use crate::dynamodb_permits::permit_of;
 pub use crate::dynamodb_permits::HOLDER_COUNT;
-use crate::dynamodb_queue::Entry;
 pub use crate::dynamodb_queue::QUEUE_LENGTH;
+use crate::dynamodb_queue::{wake_name, Entry};
 
 pub const LOCK_NAME: &str = "lockName";
 pub const OWNER: &str = "owner";
@@ -67,7 +67,10 @@ pub(crate) use grant_assignments;
 /// microseconds, so the token still rises when TTL deleted the previous item:
 /// the old counter stopped at its own start time plus its grant count, and a
 /// lock sees far fewer than one grant per microsecond.
-pub const GRANT: &str = concat!("SET ", grant_assignments!());
+/// It also removes a wake marker the owner may have left (a hand-off whose
+/// wake-up was owed when the owner released and acquired again): a stale
+/// one would have a later pump wake this grant's task behind its back.
+pub const GRANT: &str = concat!("SET ", grant_assignments!(), " REMOVE #wake");
 /// Room for a mutex grant: no live holder. A semaphore's permits block it,
 /// expired or not: an acquire that finds only expired ones removes them first
 /// (`dynamodb_permits.rs`).
@@ -105,7 +108,7 @@ const RENEW_CONDITION: &str =
 /// Frees the lock and records who released which grant, in the same write.
 /// Grants and renewals leave the record alone, so a retried release whose first
 /// attempt landed finds it even after another owner got in.
-pub const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt \
+pub const RELEASE: &str = "REMOVE #owner, #acquiredAt, #expiresAt, #wake \
      SET #ttl = :ttl, #releasedBy = :owner, #releasedToken = #fencingToken, #releaseId = :releaseId";
 /// The attributes RELEASE names.
 pub(crate) const RELEASE_NAMES: &[&str] = &[
@@ -135,8 +138,9 @@ pub(crate) type Item = HashMap<String, AttributeValue>;
 /// A hand-off: the waiter's place, and when it asked (its `enqueuedAt`). The
 /// grant records that as its `acquiredAt`: the request it answers was made
 /// then, so the sweep of an execution that ended while queued releases it
-/// (its guard keeps only grants asked for after the end, by a redrive).
-pub(crate) type HandOff<'a> = (&'a Entry, EpochMillis);
+/// (its guard keeps only grants asked for after the end, by a redrive). And
+/// the nonce of its wake marker (`dynamodb_queue.rs`, WAKE_PREFIX).
+pub(crate) type HandOff<'a> = (&'a Entry, EpochMillis, &'a str);
 /// A release's answer and the lock's item after it (or as found); `None`
 /// when there is no item.
 pub(crate) type Released = (ReleaseOutcome, Option<Item>);
@@ -270,11 +274,13 @@ impl DynamoStore {
         hand_off: Option<HandOff<'_>>,
     ) -> Result<Item, WriteFailure> {
         let mut write = match hand_off {
-            None => Write::new(GRANT, GRANT_CONDITION).value(":acquiredAt", number(now.0)),
-            Some((entry, requested_at)) => Write::new(HAND_OFF, HAND_OFF_CONDITION)
+            None => Write::new(GRANT, GRANT_CONDITION)
+                .name_as("#wake", &wake_name(lock_name, owner))
+                .value(":acquiredAt", number(now.0)),
+            Some((entry, requested_at, nonce)) => Write::new(HAND_OFF, HAND_OFF_CONDITION)
                 .name_as("#entry", &entry.name)
                 .name_as("#wake", &entry.wake_name())
-                .value(":wake", string(&entry.fresh_wake()))
+                .value(":wake", string(&entry.fresh_wake(nonce)))
                 .value(":seq", number(entry.seq))
                 .value(":acquiredAt", number(requested_at.0)),
         };
@@ -333,6 +339,7 @@ impl DynamoStore {
         };
         let mut write = Write::new(RELEASE, condition)
             .names(RELEASE_NAMES)
+            .name_as("#wake", &wake_name(lock_name, owner))
             .value(":owner", string(owner.as_str()))
             .value(":ttl", number(gc_after(now)))
             .value(":releaseId", string(release_id));

@@ -26,11 +26,12 @@ use crate::request::Limit;
 /// guard cuts a call sooner if the store is slow.
 pub const MAX_HAND_OFFS: usize = 8;
 
-/// Time a hand-off needs to be worth starting: a read, a write, a wake-up
-/// and the marker's removal on a healthy store. One cut short is not lost
-/// (its marker is sent again), but a call near its deadline leaves the rest
-/// to the next pump rather than start what it cannot finish.
-pub const MIN_HAND_OFF_TIME: Duration = Duration::from_secs(2);
+/// Time a hand-off needs to be worth starting: a wake-up's two attempts at
+/// their 2 s timeout and pauses (4.3 s), and the store's calls on a healthy
+/// store. One cut short is not lost (its marker is sent again), but a call
+/// near its deadline leaves the rest to the next pump rather than be cut by
+/// the deadline guard, which would fail the call that freed the room.
+pub const MIN_HAND_OFF_TIME: Duration = Duration::from_secs(5);
 
 /// Takes a handed grant back from a waiter whose task had ended, only while
 /// it is still that grant, unrenewed, and (for a hand-off) its marker still
@@ -107,7 +108,7 @@ impl DynamoStore {
         };
         // Boxed, as the other nested store futures: the binaries' async
         // layouts otherwise exceed rustc's query depth.
-        let Some(mut item) = Box::pin(self.resend_wakes(lock_name, item)).await? else {
+        let Some(mut item) = Box::pin(self.resend_wakes(lock_name, item, now)).await? else {
             return done(None);
         };
         if pending_wakes(&item)?.len() >= MAX_PENDING_WAKES {
@@ -141,6 +142,9 @@ impl DynamoStore {
             let owner = waiter.owner.as_str();
             let expires_at = now.plus_seconds(waiter.lease.get());
             let mut hand_off = false;
+            // This hand-off's own: only the SDK's retry of this very write
+            // sends it again, so only that retry's failure reads as ours.
+            let nonce = wake_nonce();
             let written = match decide(Some(&item), &waiter.owner, waiter.limit, now)? {
                 // The head does not fit yet: the next release comes back.
                 Decision::Held(_) => return done(Some(item)),
@@ -164,7 +168,8 @@ impl DynamoStore {
                 }
                 Decision::Again => {
                     hand_off = true;
-                    let (place, who) = (Some((&head, waiter.enqueued_at)), &waiter.owner);
+                    let place = Some((&head, waiter.enqueued_at, nonce.as_str()));
+                    let who = &waiter.owner;
                     match waiter.limit.is_mutex() {
                         true => self.grant(lock_name, who, expires_at, now, place).await,
                         false => {
@@ -175,7 +180,7 @@ impl DynamoStore {
                     }
                 }
             };
-            let (wake, fresh) = (head.wake_name(), head.fresh_wake());
+            let (wake, fresh) = (head.wake_name(), head.fresh_wake(&nonce));
             item = match written {
                 Ok(next) => next,
                 Err(WriteFailure::ConditionFailed(Some(next))) => {
@@ -219,7 +224,7 @@ impl DynamoStore {
                         "lock handed to the oldest waiter"
                     );
                     Box::pin(self.clear_wake(lock_name, &wake, &fresh)).await;
-                    Box::pin(self.delete_waiter(&head)).await;
+                    Box::pin(self.delete_waiter(&head, Some(&waiter.token))).await;
                     return handed(true, item);
                 }
                 WakeOutcome::Closed(detail) => {

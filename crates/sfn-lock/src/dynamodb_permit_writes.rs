@@ -8,6 +8,7 @@ use tracing::warn;
 use crate::dynamodb::*;
 use crate::dynamodb_item::{gc_after, number, string};
 use crate::dynamodb_permits::*;
+use crate::dynamodb_queue::wake_name;
 use crate::error::StoreError;
 use crate::model::{EpochMillis, LockName, Owner, ReleaseOutcome, MAX_LEASE_SECONDS};
 
@@ -26,7 +27,7 @@ const GRANT_PERMIT: &str = concat!(
     "SET ",
     permit_assignments!(),
     ", #holderCount = if_not_exists(#holderCount, :zero) + :one \
-     REMOVE #owner, #acquiredAt, #expiresAt"
+     REMOVE #owner, #acquiredAt, #expiresAt, #wake"
 );
 /// Room for a permit: fewer than `limit` present (live or expired), none the
 /// caller's, and no live mutex holder.
@@ -57,7 +58,7 @@ const RENEW_PERMIT: &str = "SET #permit = :permit, #ttl = :ttl";
 const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken AND #permit.#expiresAt >= :now";
 
 /// Frees the caller's permit and records the release as the mutex does.
-pub(crate) const RELEASE_PERMIT: &str = "REMOVE #permit, #token \
+pub(crate) const RELEASE_PERMIT: &str = "REMOVE #permit, #token, #wake \
      SET #holderCount = #holderCount - :one, #releasedBy = :owner, #releasedToken = #token, \
      #releaseId = :releaseId";
 const RELEASE_PERMIT_CONDITION: &str =
@@ -69,7 +70,7 @@ fn permit_ttl(now: EpochMillis) -> AttributeValue {
     number(gc_after(now.plus_seconds(MAX_LEASE_SECONDS)))
 }
 
-fn permit_value(
+pub(crate) fn permit_value(
     owner: &Owner,
     acquired_at: EpochMillis,
     expires_at: EpochMillis,
@@ -155,12 +156,16 @@ impl DynamoStore {
     ) -> Result<Item, WriteFailure> {
         let (permit, token) = permit_names(owner.as_str());
         let (mut write, acquired_at) = match hand_off {
-            None => (Write::new(GRANT_PERMIT, GRANT_PERMIT_CONDITION), now),
-            Some((entry, requested_at)) => (
+            None => (
+                Write::new(GRANT_PERMIT, GRANT_PERMIT_CONDITION)
+                    .name_as("#wake", &wake_name(lock_name, owner)),
+                now,
+            ),
+            Some((entry, requested_at, nonce)) => (
                 Write::new(HAND_OFF_PERMIT, HAND_OFF_PERMIT_CONDITION)
                     .name_as("#entry", &entry.name)
                     .name_as("#wake", &entry.wake_name())
-                    .value(":wake", string(&entry.fresh_wake()))
+                    .value(":wake", string(&entry.fresh_wake(nonce)))
                     .value(":seq", number(entry.seq)),
                 requested_at,
             ),
@@ -308,6 +313,7 @@ impl DynamoStore {
         let (permit, token) = permit_names(owner.as_str());
         let mut write = Write::new(RELEASE_PERMIT, RELEASE_PERMIT_CONDITION)
             .names(&[HOLDER_COUNT, RELEASED_BY, RELEASED_TOKEN, RELEASE_ID])
+            .name_as("#wake", &wake_name(lock_name, owner))
             .name_as("#permit", &permit)
             .name_as("#token", &token)
             .value(":owner", string(owner.as_str()))

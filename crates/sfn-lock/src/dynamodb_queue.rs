@@ -27,8 +27,10 @@ pub const ENTRY_PREFIX: &str = "queue:";
 pub const WAITER_PREFIX: &str = "\u{1}waiter\u{1}";
 /// An unconfirmed hand-off (DESIGN.md, "Queue"): `wake:<id>` on the lock's
 /// item, written by the hand-off itself, removed once its waiter is woken.
-/// Its value is `<seq>/<sends>`: the place it was handed from, and how many
-/// later pumps have claimed it to send the wake-up again.
+/// Its value is `<seq>/<sends>/<nonce>`: the place it was handed from, how
+/// many later pumps have claimed it to send the wake-up again, and who wrote
+/// it last (one value per call: only the SDK's retry of that very request
+/// carries it again, so a pump never mistakes another's hand-off for its own).
 pub const WAKE_PREFIX: &str = "wake:";
 pub const TASK_TOKEN: &str = "taskToken";
 pub const ENQUEUED_AT: &str = "enqueuedAt";
@@ -45,8 +47,11 @@ const QUEUE_COUNTER_BYTES: usize = 11 + 8 + 11 + 11;
 /// their wake-up to be confirmed, no further room is handed out (each
 /// re-send comes first), which bounds the item's size.
 pub const MAX_PENDING_WAKES: usize = 4;
-/// One marker: `wake:<32 hex>` 37 bytes, `<seq>/<sends>` at most 11 + 1 + 3.
-pub const WAKE_BYTES: usize = 52;
+/// One marker: `wake:<32 hex>` 37 bytes, `<seq>/<sends>/<nonce>` at most
+/// 11 + 1 + 3 + 1 + 16.
+pub const WAKE_BYTES: usize = 70;
+/// Claims counted in a marker; more are counted as this many.
+const MAX_SENDS: u32 = 999;
 
 // A full queue beside a full semaphore (one permit over, as there) still fits.
 const _: () = assert!(
@@ -93,6 +98,11 @@ fn waiter_id(lock_name: &LockName, owner: &Owner) -> String {
         .collect()
 }
 
+/// `owner`'s wake marker on the lock (see [`WAKE_PREFIX`]).
+pub fn wake_name(lock_name: &LockName, owner: &Owner) -> String {
+    format!("{WAKE_PREFIX}{}", waiter_id(lock_name, owner))
+}
+
 pub fn entry_name(lock_name: &LockName, owner: &Owner) -> String {
     format!("{ENTRY_PREFIX}{}", waiter_id(lock_name, owner))
 }
@@ -114,9 +124,10 @@ impl Entry {
         format!("{WAKE_PREFIX}{}", &self.name[ENTRY_PREFIX.len()..])
     }
 
-    /// The marker's value as the hand-off writes it: nobody has claimed it.
-    pub fn fresh_wake(&self) -> String {
-        format!("{}/0", self.seq)
+    /// The marker's value as a hand-off writes it: nobody has claimed it,
+    /// and `nonce` names this one write.
+    pub fn fresh_wake(&self, nonce: &str) -> String {
+        format!("{}/0/{nonce}", self.seq)
     }
 }
 
@@ -132,9 +143,16 @@ pub(crate) struct PendingWake {
 
 impl PendingWake {
     /// The value a pump writes to claim the marker before it sends again.
-    pub fn claimed(&self) -> String {
-        format!("{}/{}", self.entry.seq, self.sends.saturating_add(1))
+    pub fn claimed(&self, nonce: &str) -> String {
+        let sends = self.sends.saturating_add(1).min(MAX_SENDS);
+        format!("{}/{sends}/{nonce}", self.entry.seq)
     }
+}
+
+/// A fresh marker value's nonce: 16 hex digits, new for every write.
+pub(crate) fn wake_nonce() -> String {
+    let id = crate::dynamodb_item::release_id();
+    id.rsplit('-').next().unwrap_or(&id).to_owned()
 }
 
 /// The item's unconfirmed hand-offs, oldest place first.
@@ -144,8 +162,10 @@ pub(crate) fn pending_wakes(item: &Item) -> Result<Vec<PendingWake>, StoreError>
         .filter(|(name, _)| name.starts_with(WAKE_PREFIX))
         .map(|(name, _)| {
             let value = read_string(item, name)?;
-            let (seq, sends) = value
-                .split_once('/')
+            let mut parts = value.splitn(3, '/');
+            let (seq, sends) = (parts.next(), parts.next());
+            let (seq, sends) = seq
+                .zip(sends)
                 .and_then(|(seq, sends)| Some((seq.parse().ok()?, sends.parse().ok()?)))
                 .ok_or_else(|| malformed(name))?;
             let id = &name[WAKE_PREFIX.len()..];
@@ -332,4 +352,29 @@ pub(crate) fn grant_output(
     let answer = crate::lock::AcquireResponse::new(lease, lease_seconds, limit, outcome);
     // Plain fields only: serialising cannot fail.
     serde_json::to_string(&answer).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_hand_off_writes_a_marker_of_its_own() {
+        // Two pumps handing the same place must not take each other's
+        // landed write for their own (its answer lost): the nonce differs.
+        let entry = Entry {
+            name: format!("{ENTRY_PREFIX}{}", "0".repeat(32)),
+            seq: 7,
+        };
+        let (first, second) = (
+            entry.fresh_wake(&wake_nonce()),
+            entry.fresh_wake(&wake_nonce()),
+        );
+        assert_ne!(first, second);
+        assert!(first.starts_with("7/0/"), "{first}");
+        assert!(
+            first.len() + entry.wake_name().len() <= WAKE_BYTES,
+            "{first}"
+        );
+    }
 }

@@ -1,5 +1,7 @@
 //! A queued acquire on DynamoDB, and leaving the queue (DESIGN.md, "Queue").
 
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use tracing::{info, warn};
 
 use crate::dynamodb::*;
@@ -164,7 +166,7 @@ impl DynamoStore {
                     owner = owner.as_str(),
                     "left the queue"
                 );
-                self.delete_waiter(&entry).await;
+                self.delete_waiter(&entry, None).await;
                 Ok(Some(after))
             }
             Err(WriteFailure::ConditionFailed(found)) => Ok(found),
@@ -174,17 +176,31 @@ impl DynamoStore {
 
     /// After leaving the queue or being woken; one left behind costs the
     /// sweep a read.
-    pub(crate) async fn delete_waiter(&self, entry: &Entry) {
-        let deleted = self
+    /// With `token`, only while the item still names that task: the same
+    /// owner may have queued again meanwhile, with a token of its own.
+    pub(crate) async fn delete_waiter(&self, entry: &Entry, token: Option<&str>) {
+        let mut request = self
             .client
             .delete_item()
             .table_name(&self.table_name)
-            .key(LOCK_NAME, string(&entry.waiter_key()))
-            .send()
-            .await;
-        if let Err(error) = deleted {
-            let error = classify("DeleteItem", error);
-            warn!(%error, "left the queue; the waiter item stays until TTL");
+            .key(LOCK_NAME, string(&entry.waiter_key()));
+        if let Some(token) = token {
+            request = request
+                .condition_expression("#taskToken = :taskToken")
+                .expression_attribute_names("#taskToken", TASK_TOKEN)
+                .expression_attribute_values(":taskToken", string(token));
+        }
+        match request.send().await {
+            Ok(_) => {}
+            Err(SdkError::ServiceError(failure))
+                if matches!(
+                    failure.err(),
+                    DeleteItemError::ConditionalCheckFailedException(_)
+                ) => {}
+            Err(error) => {
+                let error = classify("DeleteItem", error);
+                warn!(%error, "the waiter item stays until TTL");
+            }
         }
     }
 }

@@ -128,7 +128,7 @@ impl DynamoStore {
                         .filter(|item| pending_wakes(item).is_ok_and(|pending| !pending.is_empty()))
                     {
                         // A holder may sleep on its grant: wake it first.
-                        Box::pin(self.resend_wakes(lock_name, item)).await?;
+                        Box::pin(self.resend_wakes(lock_name, item, now)).await?;
                     }
                     match self
                         .refused(lock_name, owner, limit, contention, queue, now)
@@ -247,6 +247,19 @@ impl DynamoStore {
             "lock {lock_name:?} changed hands {MAX_ACQUIRE_ROUNDS} times during one acquire"
         )))
     }
+}
+
+/// The reconciler's pick: an owed wake-up, or waiters that no live mutex
+/// holder keeps waiting (see [`LockStore::queues_to_wake`]).
+fn may_need_a_wake(item: &Item, now: EpochMillis) -> bool {
+    let mutex_held = item.contains_key(OWNER)
+        && item
+            .get(EXPIRES_AT)
+            .and_then(|value| value.as_n().ok())
+            .and_then(|value| value.parse::<i64>().ok())
+            .is_some_and(|expires_at| expires_at >= now.0);
+    pending_wakes(item).is_ok_and(|pending| !pending.is_empty())
+        || (queue_length(item).is_ok_and(|length| length > 0) && !mutex_held)
 }
 
 /// Whether the item shows waiters, or wake-ups earlier hand-offs still owe:
@@ -401,17 +414,28 @@ impl LockStore for DynamoStore {
         self.scan_held(max).await
     }
 
-    async fn queues_to_wake(&self, max: usize) -> Result<Vec<LockName>, StoreError> {
-        self.scan_queues(max, owes_the_queue).await
+    async fn queues_to_wake(
+        &self,
+        max: usize,
+        now: EpochMillis,
+    ) -> Result<Vec<LockName>, StoreError> {
+        self.scan_queues(max, |item| may_need_a_wake(item, now))
+            .await
     }
 
-    async fn wake_queue(&self, lock_name: &LockName, now: EpochMillis) -> Result<(), StoreError> {
+    async fn wake_queue(&self, lock_name: &LockName, now: EpochMillis) -> Result<bool, StoreError> {
         let Some(item) = self.read_item(lock_name.as_str()).await? else {
-            return Ok(());
+            return Ok(false);
         };
-        if owes_the_queue(&item) {
-            Box::pin(self.pump(lock_name, item, now)).await?;
+        if !may_need_a_wake(&item, now) {
+            return Ok(false);
         }
-        Ok(())
+        let owed = pending_wakes(&item)?.len();
+        let pumped = Box::pin(self.pump(lock_name, item, now)).await?;
+        let still_owed = match &pumped.item {
+            Some(item) => pending_wakes(item)?.len(),
+            None => 0,
+        };
+        Ok(pumped.handed.is_some() || still_owed < owed)
     }
 }

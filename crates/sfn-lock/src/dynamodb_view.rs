@@ -106,7 +106,7 @@ impl DynamoStore {
     pub(crate) async fn scan_queues(
         &self,
         max: usize,
-        wanted: fn(&Item) -> bool,
+        wanted: impl Fn(&Item) -> bool,
     ) -> Result<Vec<LockName>, StoreError> {
         let mut names = Vec::new();
         let mut start_key = None;

@@ -18,13 +18,24 @@ use tracing::{info, warn};
 
 use crate::dynamodb::*;
 use crate::dynamodb_handoff::{granted_lease, holds, time_for_a_hand_off};
-use crate::dynamodb_item::string;
+use crate::dynamodb_item::{gc_after, number, string};
+use crate::dynamodb_permit_writes::permit_value;
+use crate::dynamodb_permits::permit_names;
 use crate::dynamodb_queue::*;
 use crate::error::StoreError;
-use crate::model::LockName;
+use crate::model::{EpochMillis, LockName};
 use crate::queue::WakeOutcome;
 
-const CLAIM_WAKE: &str = "SET #wake = :claimed";
+/// A claim renews the handed grant too: a wake-up sent late (the reconciler,
+/// minutes after a cut pump) must not hand over a lease that has run out.
+const CLAIM_MUTEX: &str = "SET #wake = :claimed, #expiresAt = :expiresAt, #ttl = :ttl";
+const CLAIM_PERMIT: &str = "SET #wake = :claimed, #permit = :permit";
+/// The marker as read, and still the very grant the hand-off made: handed
+/// grants date from their request (`acquiredAt` = the waiter's
+/// `enqueuedAt`), which no grant the owner took later by itself does.
+const CLAIM_MUTEX_CONDITION: &str =
+    "#wake = :seen AND #owner = :owner AND #acquiredAt = :requestedAt";
+const CLAIM_PERMIT_CONDITION: &str = "#wake = :seen AND #permit.#acquiredAt = :requestedAt";
 const CLEAR_WAKE: &str = "REMOVE #wake";
 /// The marker as the caller read it: another pump has not moved it on.
 const WAKE_AS_READ: &str = "#wake = :seen";
@@ -36,6 +47,7 @@ impl DynamoStore {
         &self,
         lock_name: &LockName,
         item: Item,
+        now: EpochMillis,
     ) -> Result<Option<Item>, StoreError> {
         let name = lock_name.as_str();
         let Some(waker) = self.waker.clone() else {
@@ -55,15 +67,37 @@ impl DynamoStore {
                 self.clear_wake(lock_name, &wake, &pending.value).await;
                 continue;
             };
-            let claimed = pending.claimed();
-            let write = Write::new(CLAIM_WAKE, WAKE_AS_READ)
-                .name_as("#wake", &wake)
-                .value(":claimed", string(&claimed))
-                .value(":seen", string(&pending.value));
+            let claimed = pending.claimed(&wake_nonce());
+            let expires_at = now.plus_seconds(waiter.lease.get());
+            let owner = waiter.owner.as_str();
+            let write = match waiter.limit.is_mutex() {
+                true => Write::new(CLAIM_MUTEX, CLAIM_MUTEX_CONDITION)
+                    .names(&[OWNER, ACQUIRED_AT, EXPIRES_AT, TTL])
+                    .value(":owner", string(owner))
+                    .value(":expiresAt", number(expires_at.0))
+                    .value(":ttl", number(gc_after(expires_at))),
+                false => Write::new(CLAIM_PERMIT, CLAIM_PERMIT_CONDITION)
+                    .names(&[ACQUIRED_AT])
+                    .name_as("#permit", &permit_names(owner).0)
+                    .value(
+                        ":permit",
+                        permit_value(&waiter.owner, waiter.enqueued_at, expires_at),
+                    ),
+            }
+            .name_as("#wake", &wake)
+            .value(":claimed", string(&claimed))
+            .value(":seen", string(&pending.value))
+            .value(":requestedAt", number(waiter.enqueued_at.0));
             item = match self.conditional_update(name, write).await {
                 Ok(next) => next,
-                // Another pump is on it, or the grant moved: as it is now.
+                // Another pump claimed it (the marker moved on), or the grant
+                // is no longer the handed one: then the marker is stale.
                 Err(WriteFailure::ConditionFailed(Some(next))) => {
+                    let unmoved =
+                        next.get(&wake).and_then(|value| value.as_s().ok()) == Some(&pending.value);
+                    if unmoved {
+                        self.clear_wake(lock_name, &wake, &pending.value).await;
+                    }
                     item = next;
                     continue;
                 }
@@ -72,7 +106,6 @@ impl DynamoStore {
             };
             let lease = granted_lease(lock_name, &waiter.owner, waiter.limit, &item)?;
             let output = grant_output(&lease, waiter.lease, waiter.limit, "granted");
-            let owner = waiter.owner.as_str();
             match waker.wake(&waiter.token, output).await {
                 WakeOutcome::Woken => {
                     info!(
@@ -82,7 +115,8 @@ impl DynamoStore {
                         "woke a waiter an earlier hand-off had not"
                     );
                     self.clear_wake(lock_name, &wake, &claimed).await;
-                    self.delete_waiter(&pending.entry).await;
+                    self.delete_waiter(&pending.entry, Some(&waiter.token))
+                        .await;
                 }
                 WakeOutcome::Closed(detail) => {
                     // Woken before, or dead: nobody can tell. The grant stays.
@@ -105,12 +139,15 @@ impl DynamoStore {
                     return Ok(Some(item));
                 }
                 WakeOutcome::Unknown(detail) => {
+                    // Slow, perhaps: no more sends in this call, which has
+                    // its own work to answer for.
                     warn!(
                         lock_name = name,
                         owner,
                         error = detail,
                         "whether a re-sent wake-up took is unknown; the next pump sends it again"
                     );
+                    return Ok(Some(item));
                 }
             }
         }

@@ -196,8 +196,11 @@ pub async fn locker_from_env() -> ConfiguredLocker {
 }
 
 /// The configured store; a DynamoDB store also hands off to queued waiters,
-/// waking them through Step Functions.
-fn store_with_waker(url: &StoreUrl, sdk: &aws_config::SdkConfig) -> Result<AnyStore, LockError> {
+/// waking them through Step Functions. The CLI opens its store so too.
+pub fn store_with_waker(
+    url: &StoreUrl,
+    sdk: &aws_config::SdkConfig,
+) -> Result<AnyStore, LockError> {
     Ok(match AnyStore::from_url(url, sdk)? {
         AnyStore::DynamoDb(store) => {
             AnyStore::DynamoDb(store.with_waker(Arc::new(SfnWaker::new(waker_client(sdk)))))

@@ -246,13 +246,13 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
             }
             Some(time) => {
                 within(time, async {
-                    Ok(self.store.queues_to_wake(limits.queues).await?)
+                    Ok(self.store.queues_to_wake(limits.queues, now).await?)
                 })
                 .await
             }
             None => self
                 .store
-                .queues_to_wake(limits.queues)
+                .queues_to_wake(limits.queues, now)
                 .await
                 .map_err(LockError::from),
         };
@@ -287,10 +287,14 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
                     .map_err(LockError::from),
             };
             match result {
-                Ok(()) => {
+                Ok(true) => {
                     info!(lock_name = %lock_name, decision = "woken",
                           "reconciler: handed the lock's queue what no release brought it");
                     report.queues_woken.push(lock_name.to_string());
+                }
+                Ok(false) => {
+                    info!(lock_name = %lock_name, decision = "nothing owed",
+                          "reconciler: the lock's queue was owed nothing after all");
                 }
                 Err(error) => {
                     warn!(lock_name = %lock_name, decision = "failed", error = %error,

@@ -111,27 +111,31 @@ pub trait LockStore: Send + Sync {
     fn list_held(&self, max: usize) -> impl Future<Output = Result<LockList, StoreError>> + Send;
 
     /// Up to `max` locks whose queue may be owed something that no release
-    /// will bring: waiters on a lock with room, or a hand-off whose wake-up
-    /// is unconfirmed (the reconciler's list). A store without a queue has
-    /// none (the default).
+    /// will bring: a hand-off whose wake-up is unconfirmed, or waiters on a
+    /// lock no live holder keeps (a queue behind a live mutex holder is
+    /// healthy and left out; a semaphore's is listed, its room being known
+    /// only to its waiters). The reconciler's list, read at `now`. A store
+    /// without a queue has none (the default).
     fn queues_to_wake(
         &self,
         max: usize,
+        now: EpochMillis,
     ) -> impl Future<Output = Result<Vec<LockName>, StoreError>> + Send {
-        let _ = max;
+        let _ = (max, now);
         std::future::ready(Ok(Vec::new()))
     }
 
     /// What every release does for the lock's queue, for a lock whose
     /// releases have all happened: sends the wake-ups earlier hand-offs owe,
     /// then hands room to the oldest waiters. Writes nothing when nothing
-    /// is owed; a store without a queue does nothing (the default).
+    /// is owed. Whether it did anything: sent an owed wake-up or handed the
+    /// lock on. A store without a queue does nothing (the default).
     fn wake_queue(
         &self,
         lock_name: &LockName,
         now: EpochMillis,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let _ = (lock_name, now);
-        std::future::ready(Ok(()))
+        std::future::ready(Ok(false))
     }
 }

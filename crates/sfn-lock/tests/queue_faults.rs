@@ -8,6 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use common::fault_proxy::fault_proxy;
 use common::lossy_proxy::store_via;
 use common::sfn::owner_of;
@@ -15,7 +16,7 @@ use common::tokens::{
     close, fail_next_wakes, is_open, mint, queued_store, throttle_next_wakes, woken_with,
 };
 use common::{client, counted_store, get_item, unique};
-use sfn_lock::dynamodb_queue::{QUEUE_LENGTH, WAKE_PREFIX};
+use sfn_lock::dynamodb_queue::{wake_name, QUEUE_LENGTH, WAKE_PREFIX};
 use sfn_lock::lambda::{sdk_config, waker_client};
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, Limit, LockName, LockStore, Owner,
@@ -316,4 +317,84 @@ async fn the_sweep_reads_before_it_writes() {
     assert_eq!(swept, ReleaseOutcome::NotHeld);
     assert_eq!(requests.take(), 1, "one GetItem");
     drop(store);
+}
+
+#[tokio::test]
+async fn a_wake_up_sent_late_hands_a_fresh_lease() {
+    let (store, lock, now) = held_by_a("late-wake").await;
+    let b_owner = owner(&unique("b"));
+    let b = queue(&store, &lock, &b_owner, Limit::ONE, now).await;
+    throttle_next_wakes(b_owner.as_str(), 2);
+    store.release(&lock, &owner("a"), now).await.unwrap();
+    // The reconciler comes a minute later, past the lease as first handed.
+    let later = EpochMillis(now.0 + 61_000);
+    assert!(
+        store.wake_queue(&lock, later).await.unwrap(),
+        "it had a wake-up to send"
+    );
+    let woken = woken_with(&b);
+    let expires_at = woken["expiresAt"].as_str().unwrap();
+    let expires_at = EpochMillis::parse_rfc3339(expires_at).unwrap();
+    assert!(
+        expires_at.0 >= later.0 + 60_000,
+        "a whole lease from the re-send"
+    );
+    // And the lock is B's for that lease: a new acquire is refused.
+    let next = EpochMillis(later.0 + 1_000);
+    let c = store.acquire(&lock, &owner("c"), lease(60), next).await;
+    assert!(matches!(c, Ok(AcquireOutcome::Held(_))), "{c:?}");
+}
+
+#[tokio::test]
+async fn an_owners_next_grant_or_release_takes_its_stale_wake_marker() {
+    let (store, lock, now) = held_by_a("stale-marker").await;
+    let b_owner = owner(&unique("b"));
+    queue(&store, &lock, &b_owner, Limit::ONE, now).await;
+    throttle_next_wakes(b_owner.as_str(), 2);
+    store.release(&lock, &owner("a"), now).await.unwrap();
+    assert_eq!(wake_markers(&lock).await, 1);
+    // B's grant is freed without a wake-up (a forced release by a CLI,
+    // which has no Step Functions client): its marker goes with it.
+    let unwoken = DynamoStore::new(client().await, common::table_name());
+    let freed = unwoken.release(&lock, &b_owner, now).await.unwrap();
+    assert_eq!(freed, ReleaseOutcome::Released);
+    assert_eq!(wake_markers(&lock).await, 0, "the release took the marker");
+    // A stale marker a release did not take (written by an older version)
+    // goes with B's next grant, so no later pump wakes that grant's task.
+    client()
+        .await
+        .update_item()
+        .table_name(common::table_name())
+        .key("lockName", AttributeValue::S(lock.as_str().to_owned()))
+        .update_expression("SET #w = :v")
+        .expression_attribute_names("#w", wake_name(&lock, &b_owner))
+        .expression_attribute_values(":v", AttributeValue::S("1/0/stale".into()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wake_markers(&lock).await, 1);
+    let again = store.acquire(&lock, &b_owner, lease(60), now).await;
+    assert!(matches!(again, Ok(AcquireOutcome::Granted(_))), "{again:?}");
+    assert_eq!(
+        wake_markers(&lock).await,
+        0,
+        "the grant took the stale marker"
+    );
+}
+
+#[tokio::test]
+async fn a_healthy_queue_is_none_of_the_reconcilers_business() {
+    let (store, lock, now) = held_by_a("healthy-queue").await;
+    let b = queue(&store, &lock, &owner(&unique("b")), Limit::ONE, now).await;
+    // A live holder keeps B waiting, as it should: not listed, nothing done.
+    let listed = store.queues_to_wake(100_000, now).await.unwrap();
+    assert!(!listed.contains(&lock), "{listed:?}");
+    assert!(!store.wake_queue(&lock, now).await.unwrap());
+    assert!(is_open(&b));
+    // Once A's lease has run out with nobody to hand the lock on, it is.
+    let later = EpochMillis(now.0 + 61_000);
+    let listed = store.queues_to_wake(100_000, later).await.unwrap();
+    assert!(listed.contains(&lock), "{listed:?}");
+    assert!(store.wake_queue(&lock, later).await.unwrap());
+    woken_with(&b);
 }
