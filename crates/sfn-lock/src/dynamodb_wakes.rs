@@ -115,6 +115,7 @@ impl DynamoStore {
                         "woke a waiter an earlier hand-off had not"
                     );
                     self.clear_wake(lock_name, &wake, &claimed).await;
+                    item.remove(&wake);
                     self.delete_waiter(&pending.entry, Some(&waiter.token))
                         .await;
                 }
@@ -127,6 +128,7 @@ impl DynamoStore {
                         "the waiter's task is closed (woken by an earlier wake-up, or ended); its grant stays"
                     );
                     self.clear_wake(lock_name, &wake, &claimed).await;
+                    item.remove(&wake);
                 }
                 WakeOutcome::Refused(detail) => {
                     // Throttled: the next pump tries again; not more now.
