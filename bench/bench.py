@@ -252,12 +252,12 @@ SEMAPHORE_REQUESTS: dict[str, tuple[dict[str, int], str]] = {
 
 def request_goal(scenario: str) -> int:
     """Wire requests a scenario may take (README: a renewal pays a failed grant
-    plus the renew; the sweep of one lock describes, queries and releases; a
+    plus the renew; the sweep of one lock describes, queries, reads and releases; a
     semaphore's scenarios take exactly SEMAPHORE_REQUESTS, see above)."""
     if scenario in SEMAPHORE_REQUESTS:
         return sum(SEMAPHORE_REQUESTS[scenario][0].values())
     if scenario.startswith("cleanup sweep"):
-        return 3
+        return 4
     return 2 if scenario == "renew (same owner)" else 1
 
 

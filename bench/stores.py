@@ -94,7 +94,9 @@ STORE_REQUESTS: dict[str, dict[str, dict[str, int]]] = {
     f"semaphore release (limit {SEMAPHORE_LIMIT})": {
         "dynamodb": {"UpdateItem": 1, "DeleteItem": 1}, "s3": _S3_RELEASE, "ssm": _SSM_RELEASE},
     "cleanup sweep (1 held lock)": {
-        "dynamodb": {"DescribeExecution": 1, "Query": 1, "UpdateItem": 1},
+        # The sweep reads the lock's item before it writes (issue 22): an
+        # ended execution that holds nothing there costs no write.
+        "dynamodb": {"DescribeExecution": 1, "Query": 1, "GetItem": 1, "UpdateItem": 1},
         "s3": {"DescribeExecution": 1, "ListObjectsV2": 1, **_S3_RELEASE},
         "ssm": {"DescribeExecution": 1, "GetParametersByPath (markers)": 1, **_SSM_RELEASE}},
 }
