@@ -4,6 +4,7 @@
 //! `--store URL`, else `LOCK_STORE_URL` or `LOCK_TABLE_NAME`, with the
 //! standard AWS environment.
 
+mod clock_check;
 mod ops;
 mod run;
 mod store;
@@ -27,8 +28,9 @@ enum Command {
     ///
     /// Exit status: COMMAND's (128 + signal if a signal ended it); 111 if
     /// the lock was not obtained (0 with -x, N with --conflict-exit-code);
-    /// 1 if the store failed before COMMAND ran, or the lock was lost while
-    /// it ran (COMMAND is sent SIGTERM at once); 2 for a usage error.
+    /// 1 if the store failed before COMMAND ran, or this host's clock is
+    /// more than 5 s off the store's (even with -x), or the lock was lost
+    /// while it ran (COMMAND is sent SIGTERM at once); 2 for a usage error.
     Run(run::RunArgs),
     /// Show who holds LOCK_NAME: holders, their leases and fencing tokens.
     ///

@@ -11,6 +11,7 @@ use sfn_lock::{
 };
 use tokio::time::{sleep, Instant};
 
+use crate::clock_check::check as check_clock;
 use crate::supervise::{supervise, Held};
 
 /// setlock's status for "lock not obtained".
@@ -64,10 +65,16 @@ pub async fn run(args: RunArgs) -> u8 {
             return 2;
         }
     };
-    let store = match crate::store::open(args.store.as_deref()).await {
-        Ok((store, url)) => {
+    let store = match crate::store::open_with_sdk(args.store.as_deref()).await {
+        Ok((store, url, sdk)) => {
             if args.verbose {
                 say(format!("store {url}, owner {}", owner.as_str()));
+            }
+            // Every decision below compares leases with this host's clock:
+            // one that is wrong takes nothing (clock_check.rs).
+            if let Err(refused) = check_clock(&url, &sdk, &lock_name, args.verbose).await {
+                say(refused.to_string());
+                return 1;
             }
             store
         }

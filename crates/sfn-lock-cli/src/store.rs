@@ -2,11 +2,20 @@
 //! Lambda functions read (`LOCK_STORE_URL` or `LOCK_TABLE_NAME`), with the
 //! standard AWS variables for credentials, Region and endpoints.
 
+use aws_config::SdkConfig;
 use sfn_lock::lambda::{sdk_config, store_with_waker};
 use sfn_lock::{AnyStore, StoreUrl};
 
 /// The store, or one line saying why there is none (exit status 1).
 pub async fn open(store: Option<&str>) -> Result<(AnyStore, StoreUrl), String> {
+    open_with_sdk(store)
+        .await
+        .map(|(store, url, _)| (store, url))
+}
+
+/// [`open`], and the SDK configuration its clients came from (`run` reads
+/// the store's clock with it: `clock_check.rs`).
+pub async fn open_with_sdk(store: Option<&str>) -> Result<(AnyStore, StoreUrl, SdkConfig), String> {
     let url = match store {
         Some(url) => StoreUrl::parse(url),
         None => StoreUrl::from_lookup(|name| std::env::var(name).ok()),
@@ -16,6 +25,7 @@ pub async fn open(store: Option<&str>) -> Result<(AnyStore, StoreUrl), String> {
     // hands it to the next waiter and wakes it (states:SendTaskSuccess),
     // as the functions do, instead of leaving it to the reconciler.
     url.and_then(|url| Ok((store_with_waker(&url, &sdk)?, url)))
+        .map(|(store, url)| (store, url, sdk))
         .map_err(|error| format!("the store is misconfigured: {error}"))
 }
 

@@ -182,6 +182,13 @@ pub fn decide_release(
         expires_at: EpochMillis(h.expires_at),
         last_release: last_release.clone(),
     };
+    // An earlier attempt of this very call landed and its answer was lost.
+    // Checked first, as DynamoDB checks its `releaseId`: a grant of the
+    // caller's found now was made after that release (the same owner acquired
+    // again meanwhile) and is not this call's to free.
+    if doc.releases.iter().any(|r| r.release_id == release_id) {
+        return ReleaseStep::Answer(ReleaseOutcome::Released);
+    }
     if let Some(mine) = doc.holders.iter().find(|h| h.owner == owner.as_str()) {
         // The sweep's guard: a later grant of the same owner stays.
         if granted_before.is_some_and(|before| mine.acquired_at > before.0) {
@@ -199,14 +206,79 @@ pub fn decide_release(
         next.releases.drain(..surplus);
         return ReleaseStep::Write(next);
     }
-    // An earlier attempt of this very call landed and its answer was lost.
-    if doc.releases.iter().any(|r| r.release_id == release_id) {
-        return ReleaseStep::Answer(ReleaseOutcome::Released);
-    }
     // A mutex taken over names its holder; a semaphore's other permits do not
     // concern the caller.
     match doc.holders.iter().find(|h| h.limit == 1) {
         Some(holder) => ReleaseStep::Answer(ReleaseOutcome::HeldByOther(holder_of(holder))),
         None => ReleaseStep::Answer(ReleaseOutcome::NotHeld),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A release by call `call-1` freed `me`'s grant (token 1), and `me`
+    /// acquired again at 2_000 (token 2) before that call read again; the
+    /// call (or another, `call-2`) now decides at 3_000.
+    fn decide_after_regrant(release_id: &str, granted_before: Option<i64>) -> ReleaseStep {
+        let me = Owner::new("arn:me").unwrap();
+        let doc = LockDoc {
+            format: 1,
+            fencing_token: 2,
+            holders: vec![DocHolder {
+                owner: me.to_string(),
+                acquired_at: 2_000,
+                expires_at: 62_000,
+                fencing_token: 2,
+                limit: 1,
+            }],
+            releases: vec![DocRelease {
+                owner_hash: owner_hash(me.as_str()),
+                fencing_token: 1,
+                release_id: "call-1".into(),
+            }],
+            updated_at: 2_000,
+        };
+        let before = granted_before.map(EpochMillis);
+        decide_release(Some(&doc), &me, release_id, before, EpochMillis(3_000))
+    }
+
+    #[test]
+    fn a_release_that_landed_leaves_its_owners_later_grant() {
+        // Issue 23: the holder was checked before the call's own record, so
+        // the retry freed the grant its owner took after the first attempt.
+        for granted_before in [None, Some(1_000)] {
+            assert_eq!(
+                decide_after_regrant("call-1", granted_before),
+                ReleaseStep::Answer(ReleaseOutcome::Released),
+                "granted_before {granted_before:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn another_call_of_the_same_owner_still_frees_its_grant() {
+        // The record is another call's: this call frees the grant it finds.
+        let ReleaseStep::Write(next) = decide_after_regrant("call-2", None) else {
+            panic!("expected a write");
+        };
+        assert!(next.holders.is_empty());
+        let ids: Vec<&str> = next
+            .releases
+            .iter()
+            .map(|r| r.release_id.as_str())
+            .collect();
+        assert_eq!(ids, ["call-1", "call-2"]);
+        // The sweep's guard: a grant made after `granted_before` stays.
+        assert_eq!(
+            decide_after_regrant("call-2", Some(1_000)),
+            ReleaseStep::Answer(ReleaseOutcome::HeldByOther(Holder {
+                owner: "arn:me".into(),
+                fencing_token: 2,
+                expires_at: EpochMillis(62_000),
+                last_release: Some(("arn:me".into(), 1)),
+            }))
+        );
     }
 }

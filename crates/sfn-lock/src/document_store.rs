@@ -55,6 +55,7 @@ pub trait Documents: Send + Sync {
     fn confirm(
         &self,
         lock_name: &LockName,
+        owner: &Owner,
         read: Option<&Self::Version>,
         doc: Option<&LockDoc>,
         now: EpochMillis,
@@ -113,6 +114,9 @@ impl<D: Documents> DocumentStore<D> {
         for round in 1..=MAX_ROUNDS {
             let read = self.documents.read(lock_name).await?;
             let (version, doc) = split(&read);
+            // Set when a grant of the owner's was made after this call's
+            // release landed: its marker stays.
+            let mut later_grant = false;
             let outcome = match decide_release(doc, owner, &release_id, granted_before, now) {
                 ReleaseStep::Write(next) => {
                     if !self.documents.write(lock_name, version, &next, now).await? {
@@ -124,21 +128,31 @@ impl<D: Documents> DocumentStore<D> {
                     }
                     ReleaseOutcome::Released
                 }
-                // Found by this call's own release record: it landed.
-                ReleaseStep::Answer(ReleaseOutcome::Released) => ReleaseOutcome::Released,
+                // Found by this call's own release record: it landed in an
+                // earlier round, so a grant of the owner's read now is later.
+                ReleaseStep::Answer(ReleaseOutcome::Released) => {
+                    later_grant = doc
+                        .is_some_and(|doc| doc.holders.iter().any(|h| h.owner == owner.as_str()));
+                    ReleaseOutcome::Released
+                }
                 ReleaseStep::Answer(outcome) => {
-                    if !self.documents.confirm(lock_name, version, doc, now).await? {
+                    if !self
+                        .documents
+                        .confirm(lock_name, owner, version, doc, now)
+                        .await?
+                    {
                         continue;
                     }
                     outcome
                 }
             };
-            // The marker goes once the owner's grant is freed. Otherwise only
-            // the sweep removes it (its owner has ended; a later grant of its
-            // own stays): a release-lock that found nothing may run beside
-            // the same owner's acquire, whose marker must stay.
+            // The marker goes once the owner's grant is freed, unless a later
+            // grant of the owner's needs it. Otherwise only the sweep removes
+            // it (its owner has ended; a later grant of its own stays): a
+            // release-lock that found nothing may run beside the same owner's
+            // acquire, whose marker must stay.
             let unmark = match (&outcome, granted_before) {
-                (ReleaseOutcome::Released, _) => true,
+                (ReleaseOutcome::Released, _) => !later_grant,
                 (ReleaseOutcome::HeldByOther(h), Some(_)) => h.owner != owner.as_str(),
                 (_, Some(_)) => true,
                 (_, None) => false,
@@ -161,7 +175,9 @@ fn split<V>(read: &Option<(V, LockDoc)>) -> (Option<&V>, Option<&LockDoc>) {
 
 /// The lock as its document records it.
 fn view_of(lock_name: &LockName, doc: Option<&LockDoc>) -> LockView {
-    let Some(doc) = doc else {
+    // A document never written (format 0: SSM's read of a lock without any
+    // generation) is no document.
+    let Some(doc) = doc.filter(|doc| doc.format != 0) else {
         return LockView::new(lock_name.clone(), Vec::new());
     };
     let grants = doc.holders.iter().map(|holder| Grant {

@@ -23,6 +23,7 @@
 
 pub mod any_store;
 pub mod cleanup;
+pub mod clock_skew;
 mod deadline;
 pub mod document;
 pub mod document_store;
@@ -49,12 +50,15 @@ pub mod reconcile;
 mod request;
 #[cfg(feature = "s3")]
 pub mod s3;
+pub mod service_clock;
 #[cfg(feature = "ssm")]
 pub mod ssm;
 #[cfg(feature = "ssm")]
 mod ssm_calls;
 #[cfg(feature = "ssm")]
 mod ssm_generations;
+#[cfg(feature = "ssm")]
+mod ssm_window;
 mod store;
 pub mod store_names;
 pub mod store_url;

@@ -1,5 +1,6 @@
 //! The lock on S3 conditional writes (`LOCK_STORE_URL=s3://BUCKET/PREFIX`):
-//! one object per lock, `PREFIX<encoded name>`, holding the lock's document;
+//! one object per lock, `PREFIX<encoded name>` (PREFIX empty or ending in `/`),
+//! holding the lock's document;
 //! created with `If-None-Match: *`, replaced with `If-Match: <ETag>`. Owner
 //! markers, `PREFIX.owners/<owner hash>/<encoded name>`, let the sweep list an
 //! ended execution's locks with one request. DESIGN.md ("S3 store").
@@ -13,6 +14,7 @@ use crate::document_store::{DocumentStore, Documents};
 use crate::error::{classify, StoreError};
 use crate::model::{EpochMillis, LockName, Owner};
 use crate::store_names::{decode_name, encode_name, owner_hash, OWNER_HASH_DIGITS};
+use crate::store_url::s3_folder;
 
 /// S3's longest key, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -28,11 +30,13 @@ pub struct S3Documents {
 }
 
 impl S3Store {
+    /// The store under `prefix`, taken as a folder: `team` means `team/`
+    /// ([`s3_folder`]), so that no prefix shares keys with another.
     pub fn s3(client: Client, bucket: impl Into<String>, prefix: impl Into<String>) -> Self {
         DocumentStore::new(S3Documents {
             client,
             bucket: bucket.into(),
-            prefix: prefix.into(),
+            prefix: s3_folder(&prefix.into()),
         })
     }
 }
@@ -193,6 +197,7 @@ impl Documents for S3Documents {
     async fn confirm(
         &self,
         _: &LockName,
+        _: &Owner,
         _: Option<&String>,
         _: Option<&LockDoc>,
         _: EpochMillis,

@@ -20,11 +20,14 @@ use crate::document::LockDoc;
 use crate::document_store::{DocumentStore, Documents};
 use crate::error::{classify, StoreError};
 use crate::model::{EpochMillis, LockName, Owner};
-use crate::ssm_calls::{envelope_of, fit};
-use crate::ssm_generations::{next_envelope, Envelope};
+use crate::service_clock::ServiceDate;
+use crate::ssm_calls::{envelope_of, fit, Found};
+use crate::ssm_generations::{backlog_full, next_envelope, Base};
+pub use crate::ssm_window::SsmRead;
+use crate::ssm_window::{no_date, within_window};
 use crate::store_names::{decode_name, encode_name, owner_hash, OWNER_HASH_DIGITS};
 
-pub use crate::ssm_generations::KEEP_SUPERSEDED_MILLIS;
+pub use crate::ssm_generations::{KEEP_SUPERSEDED_MILLIS, MAX_KEPT_GENERATIONS};
 
 /// SSM's limit on a name is 1011 characters including the ARN prefix
 /// (`arn:aws:ssm:REGION:ACCOUNT:parameter`); 64 covers that prefix in every
@@ -87,7 +90,7 @@ impl SsmDocuments {
 }
 
 impl Documents for SsmDocuments {
-    type Version = Envelope;
+    type Version = SsmRead;
 
     fn check_name(&self, lock_name: &LockName) -> Result<(), StoreError> {
         // The marker's name is the longest and deepest of a lock's names.
@@ -113,11 +116,14 @@ impl Documents for SsmDocuments {
         })
     }
 
-    async fn read(&self, lock_name: &LockName) -> Result<Option<(Envelope, LockDoc)>, StoreError> {
+    async fn read(&self, lock_name: &LockName) -> Result<Option<(SsmRead, LockDoc)>, StoreError> {
+        let date = ServiceDate::default();
         let got = self
             .client
             .get_parameter()
             .name(self.current_name(lock_name))
+            .customize()
+            .interceptor(date.clone())
             .send()
             .await;
         let hint = match got {
@@ -131,6 +137,7 @@ impl Documents for SsmDocuments {
             Err(error) if error.code() == Some("ParameterNotFound") => None,
             Err(error) => return Err(classify("GetParameter", error)),
         };
+        let read_at = date.millis().ok_or_else(|| no_date("GetParameter"))?;
         // The hint lags while its writer is between create and hint, or if
         // that writer died in between: the generations from it on decide. A
         // hint whose own generation is gone (below the oldest kept), or none,
@@ -143,28 +150,72 @@ impl Documents for SsmDocuments {
             Some(newest) => Some(newest),
             None => self.list_generations(lock_name).await?,
         };
-        Ok(newest.map(|envelope| {
-            let lock = envelope.lock.clone();
-            (envelope, lock)
-        }))
+        // A hint is written after its generation's create, and a generation
+        // is deleted only once a newer one exists: a listing that finds
+        // nothing newer than a hint whose generation is gone missed some.
+        // SSM documents that a page may hold fewer items than exist.
+        if let Some(hint) = &hint {
+            if newest
+                .as_ref()
+                .is_none_or(|n| n.envelope.generation < hint.generation)
+            {
+                return Err(StoreError::Unavailable(format!(
+                    "lock {:?}: its hint names generation {}, which is gone, and listing its \
+                     parameters found nothing as new (a partial listing, or parameters deleted \
+                     by hand); nothing is decided on it",
+                    lock_name.as_str(),
+                    hint.generation
+                )));
+            }
+        }
+        let (envelope, modified_at, doc) = match newest {
+            Some(Found {
+                envelope,
+                modified_at,
+            }) => {
+                let doc = envelope.lock.clone();
+                (Some(envelope), modified_at, doc)
+            }
+            // Never used (or every parameter deleted by hand): an empty
+            // document, never written (format 0), with the read's time.
+            None => (None, read_at, LockDoc::default()),
+        };
+        let read = SsmRead {
+            envelope,
+            modified_at,
+            read_at,
+        };
+        Ok(Some((read, doc)))
     }
 
     async fn write(
         &self,
         lock_name: &LockName,
-        read: Option<&Envelope>,
+        read: Option<&SsmRead>,
         doc: &LockDoc,
-        now: EpochMillis,
+        _: EpochMillis,
     ) -> Result<bool, StoreError> {
-        let (mut next, deletable) = next_envelope(read, doc.clone(), now.0, true);
+        let read = read.ok_or_else(|| {
+            StoreError::Unavailable("the SSM store writes only after its own read".into())
+        })?;
+        let base = read.envelope.as_ref().map(|envelope| Base {
+            envelope,
+            modified_at: read.modified_at,
+            read_at: read.read_at,
+        });
+        let (mut next, deletable) = next_envelope(base, doc.clone(), true);
         // Deleted before the create: they may go whoever wins it, and a create
         // that lands unseen (its answer lost) leaves none behind undeleted.
-        if !deletable.is_empty() && !self.delete_generations(lock_name, deletable).await {
-            next = next_envelope(read, doc.clone(), now.0, false).0;
+        let deletes_failed =
+            !deletable.is_empty() && !self.delete_generations(lock_name, deletable).await;
+        if deletes_failed {
+            next = next_envelope(base, doc.clone(), false).0;
         }
         // A grant brings a holder the read did not have (the count may stay,
         // when it replaces an expired one).
         let before = read
+            .envelope
+            .as_ref()
             .map(|read| read.lock.holders.as_slice())
             .unwrap_or_default();
         let grant = doc.holders.iter().any(|holder| {
@@ -172,11 +223,23 @@ impl Documents for SsmDocuments {
                 .iter()
                 .any(|b| b.owner == holder.owner && b.fencing_token == holder.fencing_token)
         });
+        // A busy lock keeps many generations for five minutes; only one
+        // whose old generations cannot be deleted is stopped from growing.
+        if grant && deletes_failed && backlog_full(&next) {
+            return Err(StoreError::Misconfigured(format!(
+                "lock {:?} keeps {} old generations: the SSM store cannot delete them \
+                 (is ssm:DeleteParameters denied? see the log); it takes no new grant until \
+                 they go, and releases still work",
+                lock_name.as_str(),
+                next.generation - next.tail
+            )));
+        }
         let value = fit(&mut next, grant)?;
         let name = self.generation_name(lock_name, next.generation);
-        if !self.put(name, value.clone(), false).await? {
+        let Some(landed_at) = self.put(name, value.clone(), false).await? else {
             return Ok(false);
-        }
+        };
+        within_window(lock_name, read, landed_at, next.generation)?;
         // The change is made; a lagging hint costs the next reader a probe.
         if let Err(error) = self.put(self.current_name(lock_name), value, true).await {
             warn!(lock_name = lock_name.as_str(), error = %error, "could not update the current-generation hint");
@@ -187,17 +250,27 @@ impl Documents for SsmDocuments {
     async fn confirm(
         &self,
         lock_name: &LockName,
-        read: Option<&Envelope>,
+        owner: &Owner,
+        read: Option<&SsmRead>,
         doc: Option<&LockDoc>,
         now: EpochMillis,
     ) -> Result<bool, StoreError> {
+        // A lock never used: the owner never held it if it has no marker
+        // (written before any grant, removed only after its release), and
+        // nothing need be created to say so.
+        if read.is_none_or(|read| read.envelope.is_none())
+            && !self.has_marker(owner, lock_name).await?
+        {
+            return Ok(true);
+        }
         // SSM's reads may be stale: the same document, created as the next
         // generation, proves the read was the newest when it landed.
-        let doc = doc.cloned().unwrap_or(LockDoc {
+        let doc = doc.cloned().unwrap_or_default();
+        let doc = LockDoc {
             format: 1,
             updated_at: now.0,
-            ..LockDoc::default()
-        });
+            ..doc
+        };
         self.write(lock_name, read, &doc, now).await
     }
 
@@ -261,8 +334,8 @@ impl Documents for SsmDocuments {
         let markers = self.parameters_under(&folder).await?;
         Ok(markers
             .iter()
-            .filter_map(|(name, _)| {
-                let encoded = name.strip_prefix(&folder)?.strip_prefix('/')?;
+            .filter_map(|marker| {
+                let encoded = marker.name()?.strip_prefix(&folder)?.strip_prefix('/')?;
                 LockName::new(decode_name(encoded)?).ok()
             })
             .collect())

@@ -1,14 +1,28 @@
 //! The SSM store's calls: create or overwrite a parameter, find the newest
 //! generation (probe ahead of the hint, or list), delete old generations.
+//! Each generation found comes with its `LastModifiedDate` and each create
+//! with its answer's `Date`: the service's clock (`service_clock.rs`).
 
 use aws_sdk_ssm::error::ProvideErrorMetadata;
-use aws_sdk_ssm::types::{ParameterTier, ParameterType};
+use aws_sdk_ssm::types::{Parameter, ParameterTier, ParameterType};
 use tracing::warn;
 
 use crate::error::{classify, StoreError};
 use crate::model::LockName;
+use crate::service_clock::ServiceDate;
 use crate::ssm::{SsmDocuments, MAX_VALUE_BYTES};
 use crate::ssm_generations::Envelope;
+
+/// A generation as found, with its `LastModifiedDate` (milliseconds).
+#[derive(Clone, Debug)]
+pub(crate) struct Found {
+    pub envelope: Envelope,
+    pub modified_at: i64,
+}
+
+/// What a create did: `None` if another writer's came first, else the
+/// `Date` of its answer (`Some(None)`: the answer had none).
+pub(crate) type Created = Option<Option<i64>>;
 
 /// `GetParameters` takes at most ten names: a probe looks ten generations ahead.
 const PROBE: u64 = 10;
@@ -18,27 +32,55 @@ const HEADROOM_BYTES: usize = 512;
 
 /// The envelope as a parameter value. A grant that would leave less than
 /// [`HEADROOM_BYTES`] is refused; any other change always fits, dropping the
-/// oldest release records if it must.
+/// oldest release records if it must. The grant's check leaves the release
+/// records out (they give way to anything), so how many holders fit never
+/// depends on the lock's history.
 pub(crate) fn fit(next: &mut Envelope, grant: bool) -> Result<String, StoreError> {
-    loop {
-        let value = serde_json::to_string(next)
-            .map_err(|error| StoreError::Unavailable(format!("lock document: {error}")))?;
-        if grant && value.len() > MAX_VALUE_BYTES - HEADROOM_BYTES {
+    let to_string = |envelope: &Envelope| {
+        serde_json::to_string(envelope)
+            .map_err(|error| StoreError::Unavailable(format!("lock document: {error}")))
+    };
+    if grant {
+        let mut bare = next.clone();
+        bare.lock.releases.clear();
+        let needed = to_string(&bare)?.len();
+        if needed > MAX_VALUE_BYTES - HEADROOM_BYTES {
             return Err(StoreError::Refused {
                 field: "limit".into(),
                 rule: format!(
                     "cannot be kept by the SSM store with these holders: the lock's state \
                      would be {} bytes, and a parameter holds {MAX_VALUE_BYTES} (less {HEADROOM_BYTES} \
                      kept for releases); use a lower limit, shorter owners, or another store",
-                    value.len()
+                    needed
                 ),
             });
         }
+    }
+    loop {
+        let value = to_string(next)?;
         if value.len() <= MAX_VALUE_BYTES || next.lock.releases.is_empty() {
             return Ok(value);
         }
         next.lock.releases.remove(0);
     }
+}
+
+/// A generation parameter as found; its `LastModifiedDate` is required.
+pub(crate) fn found(parameter: &Parameter) -> Result<Found, StoreError> {
+    let envelope = envelope_of(parameter.name(), parameter.value())?;
+    let modified_at = parameter
+        .last_modified_date()
+        .and_then(|date| date.to_millis().ok())
+        .ok_or_else(|| {
+            StoreError::Unavailable(format!(
+                "SSM answered parameter {:?} without its LastModifiedDate",
+                parameter.name()
+            ))
+        })?;
+    Ok(Found {
+        envelope,
+        modified_at,
+    })
 }
 
 pub(crate) fn envelope_of(name: Option<&str>, value: Option<&str>) -> Result<Envelope, StoreError> {
@@ -52,7 +94,7 @@ pub(crate) fn envelope_of(name: Option<&str>, value: Option<&str>) -> Result<Env
 }
 
 impl SsmDocuments {
-    /// Writes a parameter. A create (`overwrite` false) answers `false` when
+    /// Writes a parameter. A create (`overwrite` false) answers `None` when
     /// the name exists, or when SSM refused it as one of concurrent updates
     /// (`TooManyUpdates`): either way another writer's change came first.
     pub(crate) async fn put(
@@ -60,7 +102,8 @@ impl SsmDocuments {
         name: String,
         value: String,
         overwrite: bool,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Created, StoreError> {
+        let date = ServiceDate::default();
         let put = self
             .client
             .put_parameter()
@@ -69,12 +112,14 @@ impl SsmDocuments {
             .r#type(ParameterType::String)
             .tier(ParameterTier::Standard)
             .overwrite(overwrite)
+            .customize()
+            .interceptor(date.clone())
             .send()
             .await;
         match put {
-            Ok(_) => Ok(true),
-            Err(error) if error.code() == Some("ParameterAlreadyExists") => Ok(false),
-            Err(error) if !overwrite && error.code() == Some("TooManyUpdates") => Ok(false),
+            Ok(_) => Ok(Some(date.millis())),
+            Err(error) if error.code() == Some("ParameterAlreadyExists") => Ok(None),
+            Err(error) if !overwrite && error.code() == Some("TooManyUpdates") => Ok(None),
             Err(error) => Err(classify("PutParameter", error)),
         }
     }
@@ -85,8 +130,8 @@ impl SsmDocuments {
         &self,
         lock_name: &LockName,
         from: u64,
-    ) -> Result<Option<Envelope>, StoreError> {
-        let mut newest: Option<Envelope> = None;
+    ) -> Result<Option<Found>, StoreError> {
+        let mut newest: Option<Found> = None;
         let mut start = from;
         loop {
             let names = (start..start + PROBE).map(|g| self.generation_name(lock_name, g));
@@ -98,15 +143,15 @@ impl SsmDocuments {
                 .await
                 .map_err(|error| classify("GetParameters", error))?;
             for parameter in page.parameters() {
-                let envelope = envelope_of(parameter.name(), parameter.value())?;
+                let candidate = found(parameter)?;
                 if newest
                     .as_ref()
-                    .is_none_or(|n| n.generation < envelope.generation)
+                    .is_none_or(|n| n.envelope.generation < candidate.envelope.generation)
                 {
-                    newest = Some(envelope);
+                    newest = Some(candidate);
                 }
             }
-            let found = newest.as_ref().map_or(0, |n| n.generation);
+            let found = newest.as_ref().map_or(0, |n| n.envelope.generation);
             if found < from {
                 return Ok(None);
             }
@@ -123,29 +168,26 @@ impl SsmDocuments {
     pub(crate) async fn list_generations(
         &self,
         lock_name: &LockName,
-    ) -> Result<Option<Envelope>, StoreError> {
+    ) -> Result<Option<Found>, StoreError> {
         let current = self.current_name(lock_name);
-        let mut newest: Option<Envelope> = None;
-        for (name, value) in self.parameters_under(&self.lock_path(lock_name)).await? {
-            if name == current {
+        let mut newest: Option<Found> = None;
+        for parameter in self.parameters_under(&self.lock_path(lock_name)).await? {
+            if parameter.name() == Some(current.as_str()) {
                 continue;
             }
-            let envelope = envelope_of(Some(&name), Some(&value))?;
+            let candidate = found(&parameter)?;
             if newest
                 .as_ref()
-                .is_none_or(|n| n.generation < envelope.generation)
+                .is_none_or(|n| n.envelope.generation < candidate.envelope.generation)
             {
-                newest = Some(envelope);
+                newest = Some(candidate);
             }
         }
         Ok(newest)
     }
 
-    /// Every parameter directly under `path`, as (name, value), page by page.
-    pub(crate) async fn parameters_under(
-        &self,
-        path: &str,
-    ) -> Result<Vec<(String, String)>, StoreError> {
+    /// Every parameter directly under `path`, page by page.
+    pub(crate) async fn parameters_under(&self, path: &str) -> Result<Vec<Parameter>, StoreError> {
         let mut found = Vec::new();
         let mut next_token = None;
         loop {
@@ -158,15 +200,30 @@ impl SsmDocuments {
                 .send()
                 .await
                 .map_err(|error| classify("GetParametersByPath", error))?;
-            for parameter in page.parameters() {
-                if let (Some(name), Some(value)) = (parameter.name(), parameter.value()) {
-                    found.push((name.to_string(), value.to_string()));
-                }
-            }
+            found.extend(page.parameters().iter().cloned());
             match page.next_token {
                 Some(token) => next_token = Some(token),
                 None => return Ok(found),
             }
+        }
+    }
+
+    /// Whether the owner's marker for the lock exists.
+    pub(crate) async fn has_marker(
+        &self,
+        owner: &crate::model::Owner,
+        lock_name: &LockName,
+    ) -> Result<bool, StoreError> {
+        let got = self
+            .client
+            .get_parameter()
+            .name(self.marker_name(owner, lock_name))
+            .send()
+            .await;
+        match got {
+            Ok(_) => Ok(true),
+            Err(error) if error.code() == Some("ParameterNotFound") => Ok(false),
+            Err(error) => Err(classify("GetParameter", error)),
         }
     }
 

@@ -9,7 +9,8 @@ use crate::error::LockError;
 pub enum StoreUrl {
     /// `dynamodb://TABLE`: one item per lock in the table.
     DynamoDb { table: String },
-    /// `s3://BUCKET/PREFIX`: one object per lock under the prefix (may be empty).
+    /// `s3://BUCKET/PREFIX`: one object per lock under the prefix, which is
+    /// empty or ends with `/` ([`s3_folder`]).
     S3 { bucket: String, prefix: String },
     /// `ssm:///PATH`: parameters under `/PATH/`; `path` keeps its leading `/`
     /// and never ends with one.
@@ -17,6 +18,17 @@ pub enum StoreUrl {
 }
 
 const FIELD: &str = "LOCK_STORE_URL";
+
+/// An S3 prefix as a folder: `/` added unless it ends with one or is empty.
+/// Keys are the prefix and the encoded name joined as they are, so without it
+/// one prefix could begin another's keys: lock `2a` under `team` and lock `a`
+/// under `team2` would both be the object `team2a`.
+pub fn s3_folder(prefix: &str) -> String {
+    match prefix.is_empty() || prefix.ends_with('/') {
+        true => prefix.to_string(),
+        false => format!("{prefix}/"),
+    }
+}
 
 impl StoreUrl {
     /// Reads `LOCK_STORE_URL`, or failing that `LOCK_TABLE_NAME`; both set
@@ -67,7 +79,7 @@ impl StoreUrl {
                 }
                 Ok(StoreUrl::S3 {
                     bucket: bucket.to_string(),
-                    prefix: prefix.to_string(),
+                    prefix: s3_folder(prefix),
                 })
             }
             "ssm" => {
@@ -139,6 +151,20 @@ mod tests {
                 StoreUrl::S3 {
                     bucket: "bucket".into(),
                     prefix: "some/prefix/".into(),
+                },
+            ),
+            (
+                "s3://bucket/team",
+                StoreUrl::S3 {
+                    bucket: "bucket".into(),
+                    prefix: "team/".into(),
+                },
+            ),
+            (
+                "s3://bucket/",
+                StoreUrl::S3 {
+                    bucket: "bucket".into(),
+                    prefix: "".into(),
                 },
             ),
             (

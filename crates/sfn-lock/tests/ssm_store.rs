@@ -1,89 +1,20 @@
-//! What only the SSM store must show: old generations deleted only once
-//! superseded long enough, a hint that lags, is too old or is missing
-//! misleading nobody, an answer without a write confirmed by a create,
-//! `TooManyUpdates`, and the 4 KB a parameter holds. Against the local server.
+//! What only the SSM store must show: a hint that lags misleading nobody, an
+//! answer without a write confirmed by a create, `TooManyUpdates`, and the
+//! 4 KB a parameter holds. Against the local server. (What depends on SSM's
+//! clock is in ssm_service_time.rs.)
 
 mod common;
 
 use common::fault_proxy::{fault_proxy, generation_create};
-use common::stores::{granted, lease, owner, refused_field, store, SSM_PATH};
+use common::ssm::{generations, ssm_store_via};
+use common::stores::{lease, owner, refused_field, store, SSM_PATH};
 use common::unique;
 use sfn_lock::document_store::Documents;
 use sfn_lock::lambda::sdk_config;
-use sfn_lock::ssm::KEEP_SUPERSEDED_MILLIS;
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, LeaseSeconds, Limit, LockName, LockStore, Owner,
     StoreError,
 };
-
-async fn ssm_store_via(endpoint: &str) -> sfn_lock::SsmStore {
-    let config = aws_sdk_ssm::config::Builder::from(&sdk_config().await)
-        .endpoint_url(endpoint)
-        .build();
-    sfn_lock::SsmStore::ssm(aws_sdk_ssm::Client::from_conf(config), SSM_PATH)
-}
-
-/// The lock's generation parameters (not its `current` hint), oldest first.
-async fn generations(name: &LockName) -> Vec<String> {
-    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
-    let path = format!(
-        "{SSM_PATH}/{}",
-        sfn_lock::store_names::encode_name(name.as_str())
-    );
-    let page = client
-        .get_parameters_by_path()
-        .path(path)
-        .send()
-        .await
-        .unwrap();
-    assert!(page.next_token.is_none(), "few enough for one page");
-    let mut names: Vec<String> = page
-        .parameters()
-        .iter()
-        .filter_map(|p| p.name()?.rsplit('/').next().map(str::to_string))
-        .filter(|last| last != "current")
-        .collect();
-    names.sort();
-    names
-}
-
-#[tokio::test]
-async fn ssm_deletes_generations_superseded_long_enough_ago() {
-    let store = store("ssm").await;
-    let name = LockName::new(unique("generations")).unwrap();
-    let now = EpochMillis::now();
-    let at = |millis: i64| EpochMillis(now.0 + millis);
-    store
-        .acquire(&name, &owner("arn:a"), lease(60), now)
-        .await
-        .unwrap();
-    store.release(&name, &owner("arn:a"), now).await.unwrap();
-    store
-        .acquire(&name, &owner("arn:b"), lease(60), now)
-        .await
-        .unwrap();
-    assert_eq!(generations(&name).await.len(), 3);
-    // Superseded for longer than the keep time, as far as the checkpoints show.
-    let later = at(KEEP_SUPERSEDED_MILLIS + 1);
-    store.release(&name, &owner("arn:b"), later).await.unwrap();
-    assert_eq!(
-        generations(&name).await.len(),
-        4,
-        "generation 3 was superseded just now"
-    );
-    let latest = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
-    let token = granted(
-        store
-            .acquire(&name, &owner("arn:c"), lease(60), latest)
-            .await
-            .unwrap(),
-    )
-    .fencing_token;
-    let left = generations(&name).await;
-    assert_eq!(left.len(), 2, "1 to 3 are gone: {left:?}");
-    assert!(left[0].ends_with("4") && left[1].ends_with("5"), "{left:?}");
-    assert!(token > 2, "the counter lives in the newest generation");
-}
 
 #[tokio::test]
 async fn ssm_a_lagging_current_hint_is_repaired_and_decides_nothing() {
@@ -165,89 +96,6 @@ async fn ssm_refuses_holders_whose_state_would_not_fit_a_parameter() {
     assert_eq!(contention.holders.len(), 2);
 }
 
-/// The lock's `current` hint: read, or set to `value` (`None` deletes it).
-async fn current_hint(name: &LockName, set: Option<Option<String>>) -> Option<String> {
-    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
-    let current = format!(
-        "{SSM_PATH}/{}/current",
-        sfn_lock::store_names::encode_name(name.as_str())
-    );
-    match set {
-        None => {
-            let got = client.get_parameter().name(current).send().await.ok()?;
-            got.parameter().and_then(|p| p.value()).map(str::to_string)
-        }
-        Some(Some(value)) => {
-            let put = client
-                .put_parameter()
-                .name(current)
-                .value(value)
-                .overwrite(true);
-            put.r#type(aws_sdk_ssm::types::ParameterType::String)
-                .send()
-                .await
-                .unwrap();
-            None
-        }
-        Some(None) => {
-            client
-                .delete_parameter()
-                .name(current)
-                .send()
-                .await
-                .unwrap();
-            None
-        }
-    }
-}
-
-#[tokio::test]
-async fn ssm_a_hint_older_than_every_kept_generation_misleads_nobody() {
-    // Review finding: a hint below the oldest kept generation (or none) made
-    // the probe find nothing, and a create re-made a deleted generation: a
-    // second chain, and a second holder.
-    for stale_hint in [true, false] {
-        let store = store("ssm").await;
-        let name = LockName::new(unique("below-tail")).unwrap();
-        let now = EpochMillis::now();
-        let at = |millis: i64| EpochMillis(now.0 + millis);
-        store
-            .acquire(&name, &owner("arn:a"), lease(60), now)
-            .await
-            .unwrap();
-        let first_hint = current_hint(&name, None).await.expect("hint");
-        for _ in 0..11 {
-            store.release(&name, &owner("arn:a"), now).await.unwrap();
-            store
-                .acquire(&name, &owner("arn:a"), lease(60), now)
-                .await
-                .unwrap();
-        }
-        store
-            .release(&name, &owner("arn:a"), at(KEEP_SUPERSEDED_MILLIS + 1))
-            .await
-            .unwrap();
-        let later = at(2 * KEEP_SUPERSEDED_MILLIS + 2);
-        let c = store
-            .acquire(&name, &owner("arn:c"), lease(60), later)
-            .await
-            .unwrap();
-        assert!(matches!(c, AcquireOutcome::Granted(_)), "{c:?}");
-        assert!(
-            generations(&name).await.len() <= 3,
-            "old generations deleted"
-        );
-        current_hint(&name, Some(stale_hint.then_some(first_hint))).await;
-        let d = store
-            .acquire(&name, &owner("arn:d"), lease(60), EpochMillis(later.0 + 1))
-            .await;
-        assert!(
-            matches!(&d, Ok(AcquireOutcome::Held(c)) if c.holders[0].owner == "arn:c"),
-            "stale hint {stale_hint}: {d:?}"
-        );
-    }
-}
-
 #[tokio::test]
 async fn ssm_an_answer_without_a_write_is_confirmed_by_creating_the_next_generation() {
     // Review finding: SSM reads may be stale, and a release that read a state
@@ -271,7 +119,8 @@ async fn ssm_an_answer_without_a_write_is_confirmed_by_creating_the_next_generat
     };
     store.release(&name, &owner("arn:a"), now).await.unwrap();
     let documents = &store.documents;
-    let stale = documents.confirm(&name, Some(&old_version), Some(&old_doc), now);
+    let a = owner("arn:a");
+    let stale = documents.confirm(&name, &a, Some(&old_version), Some(&old_doc), now);
     assert!(
         !stale.await.unwrap(),
         "a read with a newer generation beside it is not confirmed"
@@ -279,7 +128,7 @@ async fn ssm_an_answer_without_a_write_is_confirmed_by_creating_the_next_generat
     assert_eq!(generations(&name).await.len(), 2, "and nothing was written");
     let (newest, doc) = documents.read(&name).await.unwrap().expect("generation 2");
     assert!(documents
-        .confirm(&name, Some(&newest), Some(&doc), now)
+        .confirm(&name, &owner("arn:a"), Some(&newest), Some(&doc), now)
         .await
         .unwrap());
     assert_eq!(
@@ -382,4 +231,76 @@ async fn ssm_a_grant_replacing_an_expired_holder_is_size_checked() {
         matches!(&c, Err(StoreError::Refused { field, .. }) if field == "limit"),
         "{c:?}"
     );
+}
+
+/// How many of `owners` a limit-`limit` semaphore grants before it refuses
+/// one for size (`InvalidLockRequest` naming `limit`).
+async fn holders_that_fit(
+    store: &AnyStore,
+    name: &LockName,
+    owners: &[Owner],
+    limit: Limit,
+) -> usize {
+    let now = EpochMillis::now();
+    for (n, holder) in owners.iter().enumerate() {
+        let answer = store
+            .acquire_with_limit(name, holder, lease(60), limit, now)
+            .await;
+        match answer {
+            Ok(AcquireOutcome::Granted(_)) => continue,
+            refused => {
+                assert_eq!(refused_field(refused), "limit");
+                return n;
+            }
+        }
+    }
+    owners.len()
+}
+
+#[tokio::test]
+async fn ssm_how_many_holders_fit_does_not_depend_on_the_locks_history() {
+    // Review finding 6: the size check counted release records a grant
+    // would drop, so a used lock fitted fewer holders than a fresh one.
+    let store = store("ssm").await;
+    let twelve = Limit::new("limit", 12).unwrap();
+    let long = |n: usize| Owner::new(format!("arn:{n:03}:{}", "x".repeat(300))).unwrap();
+    let owners: Vec<Owner> = (0..12).map(long).collect();
+    let fresh = holders_that_fit(
+        &store,
+        &LockName::new(unique("fresh")).unwrap(),
+        &owners,
+        twelve,
+    )
+    .await;
+    let used = LockName::new(unique("used")).unwrap();
+    let now = EpochMillis::now();
+    for n in 100..108 {
+        store
+            .acquire_with_limit(&used, &long(n), lease(60), twelve, now)
+            .await
+            .unwrap();
+        store.release(&used, &long(n), now).await.unwrap();
+    }
+    let after_history = holders_that_fit(&store, &used, &owners, twelve).await;
+    assert!(
+        fresh < owners.len(),
+        "the owners are long enough to reach the size bound"
+    );
+    assert_eq!(after_history, fresh);
+}
+
+#[tokio::test]
+async fn ssm_a_release_of_a_name_never_used_writes_nothing() {
+    // Review finding 4: it answered not_held and created generation 1 and
+    // `current` (two parameters of the account's 10,000) for nothing.
+    let store = store("ssm").await;
+    let name = LockName::new(unique("never-used")).unwrap();
+    let answer = store
+        .release(&name, &owner("arn:a"), EpochMillis::now())
+        .await;
+    assert!(
+        matches!(answer, Ok(sfn_lock::ReleaseOutcome::NotHeld)),
+        "{answer:?}"
+    );
+    assert_eq!(common::ssm::parameters(&name).await, Vec::<String>::new());
 }

@@ -3,6 +3,8 @@
 //! commands under test write, and a proxy to take the store away.
 #![allow(dead_code)] // each test file uses a different part
 
+pub mod date_proxy;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

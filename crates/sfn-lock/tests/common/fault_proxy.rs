@@ -7,24 +7,40 @@
 //! SDK retries a request whose first attempt landed). Every other request
 //! passes through. One request per connection: the proxy asks the server to
 //! close after its answer, and closes the caller's connection after it.
+//! A hook ([`Faults::before_losing_answer`]) runs another client's calls
+//! after a request landed and before its caller learns anything, so they land
+//! between the write and the caller's retry of it.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+type Hook = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Answers still to inject, as (HTTP status, S3 error code), and how many were.
 #[derive(Clone, Default)]
 pub struct Faults {
     pending: Arc<Mutex<VecDeque<(u16, &'static str)>>>,
     injected: Arc<Mutex<Vec<String>>>,
+    hook: Arc<Mutex<Option<Hook>>>,
 }
 
 impl Faults {
     /// The request lines of the requests answered with a fault.
     pub fn injected(&self) -> Vec<String> {
         self.injected.lock().unwrap().clone()
+    }
+
+    /// Runs `hook` once, when the next request given status 0 has landed and
+    /// before its caller's connection is closed: whatever `hook` does (through
+    /// a client that bypasses this proxy) lands after that request and before
+    /// the caller can retry it or read again.
+    pub fn before_losing_answer(&self, hook: impl Future<Output = ()> + Send + 'static) {
+        *self.hook.lock().unwrap() = Some(Box::pin(hook));
     }
 }
 
@@ -121,7 +137,12 @@ async fn serve(mut caller: TcpStream, upstream: &str, state: &Faults, matcher: M
     let mut answer = Vec::new();
     let _ = server.read_to_end(&mut answer).await;
     if lose_answer {
-        // Landed; the caller sees its connection closed without an answer.
+        // Landed; the caller sees its connection closed without an answer,
+        // once the hook (if any) is done: the caller waits for it meanwhile.
+        let hook = state.hook.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook.await;
+        }
         let line = head.lines().next().unwrap_or_default().to_string();
         state.injected.lock().unwrap().push(line);
         return;
@@ -130,7 +151,7 @@ async fn serve(mut caller: TcpStream, upstream: &str, state: &Faults, matcher: M
 }
 
 /// The request's head (through the blank line) and its body (by Content-Length).
-async fn read_request(caller: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+pub async fn read_request(caller: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut bytes = Vec::new();
     let mut chunk = [0_u8; 8192];
     let head_end = loop {

@@ -8,6 +8,8 @@ pub mod sfn;
 
 pub mod fault_proxy;
 
+pub mod ssm;
+
 pub mod stores;
 
 pub mod tokens;

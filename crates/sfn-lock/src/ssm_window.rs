@@ -1,0 +1,56 @@
+//! The SSM store's write window: what a write rests on (its read, with
+//! SSM's times), and the rule that a create landing too long after that read
+//! is not answered for (DESIGN.md, "SSM store", "The write window").
+
+use tracing::warn;
+
+use crate::error::StoreError;
+use crate::model::LockName;
+use crate::service_clock::DATE_RESOLUTION_MILLIS;
+use crate::ssm_generations::{Envelope, WRITE_WINDOW_MILLIS};
+
+/// What a write rests on: the newest generation read (`None`: the lock has
+/// none), its `LastModifiedDate`, and the `Date` of the read's first answer.
+#[derive(Clone, Debug)]
+pub struct SsmRead {
+    pub(crate) envelope: Option<Envelope>,
+    pub(crate) modified_at: i64,
+    pub(crate) read_at: i64,
+}
+
+pub(crate) fn no_date(call: &str) -> StoreError {
+    StoreError::Unavailable(format!(
+        "SSM's answer to {call} had no Date header: the store judges time by it alone"
+    ))
+}
+
+/// A create that landed later than [`WRITE_WINDOW_MILLIS`] after its read (by
+/// the service's clock: the caller stalled, or its request did) may have
+/// re-made a generation deleted meanwhile, beside the chain that went on:
+/// its change is not answered for (`LockStoreUnavailable`; the caller asks
+/// again, and its next read finds the chain, with this change or without it).
+pub(crate) fn within_window(
+    lock_name: &LockName,
+    read: &SsmRead,
+    landed_at: Option<i64>,
+    generation: u64,
+) -> Result<(), StoreError> {
+    let landed_at = landed_at.ok_or_else(|| no_date("PutParameter"))?;
+    let took = landed_at - read.read_at;
+    if took + DATE_RESOLUTION_MILLIS <= WRITE_WINDOW_MILLIS {
+        return Ok(());
+    }
+    warn!(
+        lock_name = lock_name.as_str(),
+        generation,
+        took_millis = took,
+        "a change landed too long after its read to be answered for"
+    );
+    Err(StoreError::Unavailable(format!(
+        "lock {:?}: generation {generation} was created {} s after the read it was decided \
+         on (by SSM's clock), more than the {} s the SSM store answers for; ask again",
+        lock_name.as_str(),
+        took / 1000,
+        WRITE_WINDOW_MILLIS / 1000
+    )))
+}
