@@ -61,12 +61,14 @@ pub trait Documents: Send + Sync {
         now: EpochMillis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Records that `owner` may hold the lock, before the grant is written,
-    /// so that the sweep finds it ([`Documents::marked`]). Idempotent.
+    /// Records that `owner` may hold the lock, before the grant with
+    /// `fencing_token` is written, so that the sweep finds it
+    /// ([`Documents::marked`]). Idempotent.
     fn mark(
         &self,
         owner: &Owner,
         lock_name: &LockName,
+        fencing_token: u64,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Removes the record of [`Documents::mark`]; absent is fine.
@@ -82,6 +84,12 @@ pub trait Documents: Send + Sync {
         &self,
         max: usize,
     ) -> impl Future<Output = Result<(Vec<LockName>, bool), StoreError>> + Send;
+
+    /// Waits, if this store must, before each read of the operators'
+    /// listing: on SSM it shares the locks' own throughput (`listing_pace.rs`).
+    fn before_listing_read(&self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
 
     /// The locks marked for `owner`.
     fn marked(
@@ -207,7 +215,7 @@ impl<D: Documents> LockStore for DocumentStore<D> {
         now: EpochMillis,
     ) -> Result<AcquireOutcome, StoreError> {
         self.documents.check_name(lock_name)?;
-        let mut marked = false;
+        let mut marked = None;
         for round in 1..=MAX_ROUNDS {
             let read = self.documents.read(lock_name).await?;
             let (version, doc) = split(&read);
@@ -215,10 +223,16 @@ impl<D: Documents> LockStore for DocumentStore<D> {
                 AcquireStep::Held(contention) => return Ok(AcquireOutcome::Held(contention)),
                 AcquireStep::Write(next, outcome) => {
                     // The marker before the grant: no grant is ever unmarked;
-                    // a renewal marks again, mending a marker lost since.
-                    if !marked {
-                        self.documents.mark(owner, lock_name).await?;
-                        marked = true;
+                    // a renewal marks again, mending a marker lost since. A
+                    // round lost to another grant marks this one's token.
+                    let token = next
+                        .holders
+                        .iter()
+                        .find(|holder| holder.owner == owner.as_str())
+                        .map_or(next.fencing_token, |holder| holder.fencing_token);
+                    if marked != Some(token) {
+                        self.documents.mark(owner, lock_name, token).await?;
+                        marked = Some(token);
                     }
                     if self.documents.write(lock_name, version, &next, now).await? {
                         return Ok(outcome);
@@ -274,6 +288,7 @@ impl<D: Documents> LockStore for DocumentStore<D> {
             truncated,
         };
         for name in names {
+            self.documents.before_listing_read().await;
             let read = self.documents.read(&name).await?;
             let view = view_of(&name, split(&read).1);
             if !view.grants.is_empty() {

@@ -41,6 +41,7 @@ mod error;
 pub mod executions;
 pub mod https;
 pub mod lambda;
+pub mod listing_pace;
 mod lock;
 pub mod metrics;
 mod metrics_emf;
@@ -57,6 +58,8 @@ pub mod ssm;
 mod ssm_calls;
 #[cfg(feature = "ssm")]
 mod ssm_generations;
+#[cfg(feature = "ssm")]
+mod ssm_markers;
 #[cfg(feature = "ssm")]
 mod ssm_window;
 mod store;

@@ -206,7 +206,8 @@ impl Documents for S3Documents {
         Ok(true)
     }
 
-    async fn mark(&self, owner: &Owner, lock_name: &LockName) -> Result<(), StoreError> {
+    async fn mark(&self, owner: &Owner, lock_name: &LockName, _: u64) -> Result<(), StoreError> {
+        // One object per owner and lock: S3 re-creates a deleted key at once.
         self.client
             .put_object()
             .bucket(&self.bucket)

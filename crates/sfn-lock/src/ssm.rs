@@ -19,10 +19,12 @@ use tracing::warn;
 use crate::document::LockDoc;
 use crate::document_store::{DocumentStore, Documents};
 use crate::error::{classify, StoreError};
+use crate::listing_pace;
 use crate::model::{EpochMillis, LockName, Owner};
 use crate::service_clock::ServiceDate;
 use crate::ssm_calls::{envelope_of, fit, Found};
 use crate::ssm_generations::{backlog_full, next_envelope, Base};
+use crate::ssm_markers::TOKEN_DIGITS;
 pub use crate::ssm_window::SsmRead;
 use crate::ssm_window::{no_date, within_window};
 use crate::store_names::{decode_name, encode_name, owner_hash, OWNER_HASH_DIGITS};
@@ -79,14 +81,6 @@ impl SsmDocuments {
     pub(crate) fn owner_path(&self, owner: &Owner) -> String {
         format!("{}/.owners/{}", self.path, owner_hash(owner.as_str()))
     }
-
-    pub(crate) fn marker_name(&self, owner: &Owner, lock_name: &LockName) -> String {
-        format!(
-            "{}/{}",
-            self.owner_path(owner),
-            encode_name(lock_name.as_str())
-        )
-    }
 }
 
 impl Documents for SsmDocuments {
@@ -98,8 +92,10 @@ impl Documents for SsmDocuments {
             + "/.owners/".len()
             + OWNER_HASH_DIGITS
             + 1
-            + encode_name(lock_name.as_str()).len();
-        let levels = self.path.matches('/').count() + 3;
+            + encode_name(lock_name.as_str()).len()
+            + 1
+            + TOKEN_DIGITS;
+        let levels = self.path.matches('/').count() + 4;
         let rule = if chars > MAX_NAME_CHARS {
             format!(
                 "is too long for this SSM store: encoded under the path it needs a \
@@ -274,30 +270,29 @@ impl Documents for SsmDocuments {
         self.write(lock_name, read, &doc, now).await
     }
 
-    async fn mark(&self, owner: &Owner, lock_name: &LockName) -> Result<(), StoreError> {
-        let name = self.marker_name(owner, lock_name);
-        self.put(name, owner.as_str().to_string(), true).await?;
-        Ok(())
+    async fn mark(
+        &self,
+        owner: &Owner,
+        lock_name: &LockName,
+        token: u64,
+    ) -> Result<(), StoreError> {
+        self.put_marker(owner, lock_name, token).await
     }
 
     async fn unmark(&self, owner: &Owner, lock_name: &LockName) -> Result<(), StoreError> {
-        // DeleteParameters lists a missing name as invalid instead of failing.
-        self.client
-            .delete_parameters()
-            .names(self.marker_name(owner, lock_name))
-            .send()
-            .await
-            .map_err(|error| classify("DeleteParameters", error))?;
-        Ok(())
+        self.delete_markers(owner, lock_name).await
     }
 
     /// `GetParametersByPath` under the path, recursive: every lock's
     /// generations and hint (10 a page), one name per lock folder; the
-    /// `.owners` folder and names that are not encoded lock names are passed over.
+    /// `.owners` folder and names that are not encoded lock names are passed
+    /// over. Paced with the reads after it (`listing_pace.rs`): a listing
+    /// of thousands of locks must not take the locks' own throughput.
     async fn names(&self, max: usize) -> Result<(Vec<LockName>, bool), StoreError> {
         let mut names = std::collections::BTreeSet::new();
         let mut next_token = None;
         loop {
+            listing_pace::turn(1).await;
             let page = self
                 .client
                 .get_parameters_by_path()
@@ -318,10 +313,15 @@ impl Documents for SsmDocuments {
                     names.insert(name);
                     if names.len() > max {
                         names.pop_last();
+                        listing_pace::record(|done| done.pages += 1);
                         return Ok((names.into_iter().collect(), true));
                     }
                 }
             }
+            listing_pace::record(|done| {
+                done.pages += 1;
+                done.locks_found = names.len();
+            });
             match page.next_token {
                 Some(token) => next_token = Some(token),
                 None => return Ok((names.into_iter().collect(), false)),
@@ -329,15 +329,12 @@ impl Documents for SsmDocuments {
         }
     }
 
+    async fn before_listing_read(&self) {
+        listing_pace::turn(listing_pace::LOCK_READ_REQUESTS).await;
+        listing_pace::record(|done| done.locks_read += 1);
+    }
+
     async fn marked(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {
-        let folder = self.owner_path(owner);
-        let markers = self.parameters_under(&folder).await?;
-        Ok(markers
-            .iter()
-            .filter_map(|marker| {
-                let encoded = marker.name()?.strip_prefix(&folder)?.strip_prefix('/')?;
-                LockName::new(decode_name(encoded)?).ok()
-            })
-            .collect())
+        self.marked_locks(owner).await
     }
 }

@@ -208,25 +208,6 @@ impl SsmDocuments {
         }
     }
 
-    /// Whether the owner's marker for the lock exists.
-    pub(crate) async fn has_marker(
-        &self,
-        owner: &crate::model::Owner,
-        lock_name: &LockName,
-    ) -> Result<bool, StoreError> {
-        let got = self
-            .client
-            .get_parameter()
-            .name(self.marker_name(owner, lock_name))
-            .send()
-            .await;
-        match got {
-            Ok(_) => Ok(true),
-            Err(error) if error.code() == Some("ParameterNotFound") => Ok(false),
-            Err(error) => Err(classify("GetParameter", error)),
-        }
-    }
-
     /// Deletes generations `range`; `false` if a call failed (logged), so
     /// that the caller keeps them on its list.
     pub(crate) async fn delete_generations(

@@ -269,7 +269,7 @@ async fn a_renewal_marks_the_lock_again() {
 async fn requests_per_call_are_as_designed() {
     // DESIGN.md's request tables, counted at the wire: (store, fresh acquire,
     // contended acquire, release, acquire of a used name).
-    for (kind, fresh, contended, release, reused) in [("s3", 3, 1, 3, 3), ("ssm", 5, 2, 5, 5)] {
+    for (kind, fresh, contended, release, reused) in [("s3", 3, 1, 3, 3), ("ssm", 5, 2, 6, 5)] {
         let (store, requests) = counted(kind).await;
         let name = LockName::new(unique("counted")).unwrap();
         let now = EpochMillis::now();
@@ -391,7 +391,7 @@ async fn marker_race<D: Documents>(store: &sfn_lock::document_store::DocumentSto
     let now = EpochMillis::now();
     let docs = &store.documents;
     // Acquire, round 1: reads, marks, (its write loses; not simulated).
-    docs.mark(&me, &name).await.unwrap();
+    docs.mark(&me, &name, 1).await.unwrap();
     // The same owner's release (e.g. Release Lock After Failure while the
     // earlier acquire invocation still runs): not_held, unmark.
     let released = store

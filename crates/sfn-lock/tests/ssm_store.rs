@@ -5,6 +5,9 @@
 
 mod common;
 
+#[path = "ssm_store/markers.rs"]
+mod markers;
+
 use common::fault_proxy::{fault_proxy, generation_create};
 use common::ssm::{generations, ssm_store_via};
 use common::stores::{lease, owner, refused_field, store, SSM_PATH};

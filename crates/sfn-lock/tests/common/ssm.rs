@@ -89,6 +89,25 @@ pub async fn parameters(name: &LockName) -> Vec<String> {
     names
 }
 
+/// The full names of the parameters directly under `path`, sorted.
+pub async fn parameters_under(path: &str) -> Vec<String> {
+    let client = aws_sdk_ssm::Client::new(&sdk_config().await);
+    let page = client
+        .get_parameters_by_path()
+        .path(path)
+        .send()
+        .await
+        .expect("list");
+    assert!(page.next_token.is_none(), "few enough for one page");
+    let mut names: Vec<String> = page
+        .parameters()
+        .iter()
+        .filter_map(|p| p.name().map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
 /// The lock's generation parameters (not its `current` hint), oldest first.
 pub async fn generations(name: &LockName) -> Vec<String> {
     let mut names = parameters(name).await;

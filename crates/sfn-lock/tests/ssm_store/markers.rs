@@ -1,0 +1,44 @@
+//! SSM's owner markers are named by their grant's fencing token: an owner
+//! that releases and takes the same lock again at once never creates again a
+//! name deleted less than 30 seconds before (review finding 7: SSM documents
+//! that as unsupported), and the sweep still finds every grant.
+
+use super::common::ssm::parameters_under;
+use super::common::stores::{granted, lease, lock, owner, store, SSM_PATH};
+use sfn_lock::store_names::{encode_name, owner_hash};
+use sfn_lock::{EpochMillis, LockStore};
+
+#[tokio::test]
+async fn ssm_a_release_and_a_new_grant_never_recreate_a_deleted_marker() {
+    let store = store("ssm").await;
+    let name = lock("marker-names");
+    let me = owner("arn:marker-owner");
+    let folder = format!(
+        "{SSM_PATH}/.owners/{}/{}",
+        owner_hash(me.as_str()),
+        encode_name(name.as_str())
+    );
+    let now = EpochMillis::now();
+    let first = granted(store.acquire(&name, &me, lease(60), now).await.unwrap());
+    let before = parameters_under(&folder).await;
+    assert_eq!(before.len(), 1, "one marker for the grant: {before:?}");
+    assert!(store.locks_held_by(&me).await.unwrap().contains(&name));
+    store.release(&name, &me, now).await.unwrap();
+    assert_eq!(
+        parameters_under(&folder).await,
+        Vec::<String>::new(),
+        "deleted at release"
+    );
+    let second = granted(store.acquire(&name, &me, lease(60), now).await.unwrap());
+    assert!(second.fencing_token > first.fencing_token);
+    let after = parameters_under(&folder).await;
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(
+        after, before,
+        "the new grant's marker has a name never deleted"
+    );
+    // A renewal writes the same marker again.
+    store.acquire(&name, &me, lease(60), now).await.unwrap();
+    assert_eq!(parameters_under(&folder).await, after);
+    assert!(store.locks_held_by(&me).await.unwrap().contains(&name));
+}
