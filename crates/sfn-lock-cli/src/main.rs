@@ -5,6 +5,8 @@
 //! standard AWS environment.
 
 mod clock_check;
+mod clock_skew;
+mod list;
 mod ops;
 mod run;
 mod store;
@@ -38,8 +40,9 @@ enum Command {
     Status(ops::StatusArgs),
     /// List the locks that have a holder (live, or expired and not yet taken over).
     ///
-    /// Reads the whole store, page by page, up to --max (DESIGN.md, "Operators' reads").
-    List(ops::ListArgs),
+    /// Reads the whole store, page by page, up to --max (DESIGN.md, "Operators' reads");
+    /// on SSM at 5 requests a second, saying how long first and its progress on stderr.
+    List(list::ListArgs),
     /// Free a lock by hand (every holder, or one with --owner); needs --force.
     ///
     /// The holder is not told: stop it first (e.g. stop its execution) if it
@@ -71,7 +74,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => ops::status(args).await,
-            Command::List(args) => ops::list(args).await,
+            Command::List(args) => list::list(args).await,
             Command::Release(args) => ops::release(args).await,
             Command::Wrap(_) => 2,
         }

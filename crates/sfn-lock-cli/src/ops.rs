@@ -1,12 +1,11 @@
-//! The operator's commands: `status` and `list` read (nothing is written),
+//! The operator's commands: `status` and `list` (`list.rs`) read (nothing is written),
 //! `release --force` frees a lock by hand through the same owner-checked
 //! release the functions use, so the fencing counter keeps rising.
 
 use clap::Args;
 use serde_json::{json, Value};
 use sfn_lock::{
-    EpochMillis, Grant, LockName, LockStore, LockView, Owner, ReleaseOutcome, DEFAULT_LIST_MAX,
-    MAX_LIST_MAX,
+    AnyStore, EpochMillis, Grant, LockName, LockStore, LockView, Owner, ReleaseOutcome,
 };
 
 use crate::store::open;
@@ -25,21 +24,6 @@ pub struct StatusArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ListArgs {
-    /// The store: dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH
-    /// [default: LOCK_STORE_URL, or LOCK_TABLE_NAME]
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
-    /// Print JSON (for scripts).
-    #[arg(long)]
-    json: bool,
-    /// Report at most N locks (S3, SSM: read at most N lock documents).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_MAX,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_LIST_MAX as u64))]
-    max: usize,
-}
-
-#[derive(Args, Debug)]
 pub struct ReleaseArgs {
     /// The store: dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH
     /// [default: LOCK_STORE_URL, or LOCK_TABLE_NAME]
@@ -55,7 +39,7 @@ pub struct ReleaseArgs {
     lock_name: String,
 }
 
-fn say(text: impl std::fmt::Display) {
+pub(crate) fn say(text: impl std::fmt::Display) {
     eprintln!("sfn-lock: {text}");
 }
 
@@ -79,45 +63,6 @@ pub async fn status(args: StatusArgs) -> u8 {
         Ok(view) if args.json => println!("{}", view_json(&view, EpochMillis::now())),
         Ok(view) => print!("{}", describe(&view, EpochMillis::now())),
         Err(error) => return fail(format!("the store failed: {error}")),
-    }
-    0
-}
-
-pub async fn list(args: ListArgs) -> u8 {
-    let store = match open(args.store.as_deref()).await {
-        Ok((store, _)) => store,
-        Err(why) => return fail(why),
-    };
-    let list = match store.list_held(args.max).await {
-        Ok(list) => list,
-        Err(error) => return fail(format!("the store failed: {error}")),
-    };
-    let now = EpochMillis::now();
-    if args.json {
-        let locks: Vec<Value> = list.locks.iter().map(|view| view_json(view, now)).collect();
-        println!("{}", json!({"locks": locks, "truncated": list.truncated}));
-        return 0;
-    }
-    // "None" only when the whole store was read: a listing cut short by its
-    // bound (on S3 and SSM, a bound on documents read, held or free) proves nothing.
-    if list.locks.is_empty() && !list.truncated {
-        println!("no lock is held");
-    }
-    for view in &list.locks {
-        for grant in &view.grants {
-            println!(
-                "{}\t{}",
-                quoted(view.lock_name.as_str()),
-                grant_line(grant, now)
-            );
-        }
-    }
-    if list.truncated {
-        say(format!(
-            "stopped at --max {} (held locks found on DynamoDB, lock documents read on S3 \
-             and SSM): there may be more held locks",
-            args.max
-        ));
     }
     0
 }
@@ -161,15 +106,27 @@ pub async fn release(args: ReleaseArgs) -> u8 {
         None => view.grants.iter().collect(),
     };
     if targets.is_empty() {
+        // DynamoDB's GetItem (consistent) and S3's GET see the newest write;
+        // SSM's reads may lag one (AWS documents no consistency), so there
+        // this answer says what it rests on. Confirming it instead, as a
+        // release confirms `not_held` (the same document created as the
+        // next generation), would write to a lock that holds nothing, which
+        // this command never does (a mistyped name leaves no parameters).
+        let (read, lag) = match store {
+            AnyStore::Ssm(_) => (
+                " as read just now",
+                " (SSM's reads can lag a write by seconds: run again to be sure)",
+            ),
+            _ => ("", ""),
+        };
+        let lock = quoted(name.as_str());
         return match owner {
             None => {
-                println!("{} is not held: nothing to free", quoted(name.as_str()));
+                println!("{lock} is not held{read}: nothing to free{lag}");
                 0
             }
             Some(owner) => fail(format!(
-                "{} does not hold {}: nothing freed ({})",
-                owner,
-                quoted(name.as_str()),
+                "{owner} does not hold {lock}{read}: nothing freed ({}){lag}",
                 holders_text(&view)
             )),
         };
@@ -209,7 +166,7 @@ pub async fn release(args: ReleaseArgs) -> u8 {
     0
 }
 
-fn fail(why: String) -> u8 {
+pub(crate) fn fail(why: String) -> u8 {
     say(why);
     1
 }
@@ -222,7 +179,7 @@ fn operator() -> String {
     format!("{user}@{}", crate::store::host())
 }
 
-fn quoted(name: &str) -> String {
+pub(crate) fn quoted(name: &str) -> String {
     format!("{name:?}")
 }
 
@@ -236,7 +193,7 @@ fn holders_text(view: &LockView) -> String {
     }
 }
 
-fn grant_line(grant: &Grant, now: EpochMillis) -> String {
+pub(crate) fn grant_line(grant: &Grant, now: EpochMillis) -> String {
     let left = (grant.expires_at.0 - now.0) / 1000;
     let state = match grant.is_live(now) {
         true => format!("in {left} s"),
@@ -273,7 +230,7 @@ fn describe(view: &LockView, now: EpochMillis) -> String {
     text
 }
 
-fn view_json(view: &LockView, now: EpochMillis) -> Value {
+pub(crate) fn view_json(view: &LockView, now: EpochMillis) -> Value {
     let holders: Vec<Value> = view
         .grants
         .iter()

@@ -117,7 +117,7 @@ fn a_clock_beyond_the_bound_is_refused_on_every_store_and_nothing_is_written() {
 
 #[test]
 fn a_clock_within_the_bound_runs_and_says_so_with_verbose() {
-    for shift in [4, -4] {
+    for shift in [1, -1] {
         let (lock, dir) = (unique("cli-clock-ok"), scratch("clock-ok"));
         let ran = dir.join("ran");
         let proxy = DateProxy::start(shift);

@@ -140,6 +140,10 @@ impl LockStore for AnyStore {
         each!(self, store => store.list_held(max))
     }
 
+    async fn reclaim_idle(&self, max: usize) -> Result<crate::store::Reclaimed, StoreError> {
+        each!(self, store => store.reclaim_idle(max))
+    }
+
     async fn queues_to_wake(
         &self,
         max: usize,

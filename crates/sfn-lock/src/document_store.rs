@@ -91,6 +91,16 @@ pub trait Documents: Send + Sync {
         std::future::ready(())
     }
 
+    /// Reclaims the storage of up to `max` locks nobody uses any more; a
+    /// store whose locks cost nothing idle does nothing (the default).
+    fn reclaim_idle(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<crate::store::Reclaimed, StoreError>> + Send {
+        let _ = max;
+        std::future::ready(Ok(crate::store::Reclaimed::default()))
+    }
+
     /// The locks marked for `owner`.
     fn marked(
         &self,
@@ -281,6 +291,10 @@ impl<D: Documents> LockStore for DocumentStore<D> {
     }
 
     /// One read per name listed: S3 and SSM keep no index of held locks.
+    async fn reclaim_idle(&self, max: usize) -> Result<crate::store::Reclaimed, StoreError> {
+        self.documents.reclaim_idle(max).await
+    }
+
     async fn list_held(&self, max: usize) -> Result<LockList, StoreError> {
         let (names, truncated) = self.documents.names(max).await?;
         let mut list = LockList {

@@ -23,7 +23,6 @@
 
 pub mod any_store;
 pub mod cleanup;
-pub mod clock_skew;
 mod deadline;
 pub mod document;
 pub mod document_store;
@@ -48,6 +47,7 @@ mod metrics_emf;
 mod model;
 pub mod queue;
 pub mod reconcile;
+mod reconcile_reclaim;
 mod request;
 #[cfg(feature = "s3")]
 pub mod s3;
@@ -60,6 +60,10 @@ mod ssm_calls;
 mod ssm_generations;
 #[cfg(feature = "ssm")]
 mod ssm_markers;
+#[cfg(feature = "ssm")]
+mod ssm_read;
+#[cfg(feature = "ssm")]
+mod ssm_reclaim;
 #[cfg(feature = "ssm")]
 mod ssm_window;
 mod store;
@@ -86,6 +90,6 @@ pub use request::{
 pub use s3::S3Store;
 #[cfg(feature = "ssm")]
 pub use ssm::SsmStore;
-pub use store::LockStore;
+pub use store::{LockStore, Reclaimed};
 pub use store_url::StoreUrl;
 pub use view::{Grant, LockList, LockView, DEFAULT_LIST_MAX, MAX_LIST_MAX};

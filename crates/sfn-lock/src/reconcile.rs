@@ -20,7 +20,9 @@
 //! 2. wakes each queue `LockStore::queues_to_wake` names (at most
 //!    [`MAX_RECONCILE_QUEUES`]) with `LockStore::wake_queue`: what a release
 //!    would have done for it;
-//! 3. reports what it did ([`ReconcileReport`]); a run cut short by its
+//! 3. reclaims the storage of up to [`MAX_RECONCILE_RECLAIMS`] locks nobody
+//!    uses (`LockStore::reclaim_idle`: SSM's, `ssm_reclaim.rs`);
+//! 4. reports what it did ([`ReconcileReport`]); a run cut short by its
 //!    budget says `truncated`, and the next run goes on.
 //!
 //! Each execution and each queue gets what is left of the invocation's time
@@ -39,8 +41,11 @@ use crate::cleanup::{Handled, Judge, ReleasedLock, Sweeper};
 use crate::deadline::within;
 use crate::error::{LockError, StoreError};
 use crate::executions::{ExecutionFacts, Executions, Requeue};
+use crate::listing_pace::unpaced;
 use crate::model::{EpochMillis, Owner};
-use crate::store::LockStore;
+use crate::reconcile_reclaim::reclaim;
+pub use crate::reconcile_reclaim::MAX_RECONCILE_RECLAIMS;
+use crate::store::{LockStore, Reclaimed};
 use crate::sweep_policy::SweepPolicy;
 
 /// The key of the scheduled input: `{"sfnLockReconcile": {}}`.
@@ -63,6 +68,8 @@ pub struct ReconcileLimits {
     pub locks: usize,
     pub describes: usize,
     pub queues: usize,
+    /// Locks reclaimed a step of (`reconcile_reclaim.rs`).
+    pub reclaims: usize,
 }
 
 impl Default for ReconcileLimits {
@@ -71,6 +78,7 @@ impl Default for ReconcileLimits {
             locks: MAX_RECONCILE_LOCKS,
             describes: MAX_RECONCILE_DESCRIBES,
             queues: MAX_RECONCILE_QUEUES,
+            reclaims: MAX_RECONCILE_RECLAIMS,
         }
     }
 }
@@ -93,6 +101,8 @@ pub struct ReconcileReport {
     pub left_for_later: usize,
     /// Queues owed a wake-up that were handed on.
     pub queues_woken: Vec<String>,
+    /// Idle locks' storage reclaimed (SSM): looked at, closed, emptied.
+    pub reclaimed: Reclaimed,
     /// Executions or queues whose look failed (store or Step Functions errors).
     pub failed: usize,
     /// The run stopped at a bound (locks, calls, time): there may be more.
@@ -156,16 +166,17 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
         };
         let mut report = ReconcileReport::default();
 
+        // Unpaced (listing_pace.rs): bounded by `limits.locks`, it must end
+        // within the budget below, which an SSM listing at 5 requests a
+        // second would not for more than about 50 locks.
         let listed = match left(locks_deadline) {
             Some(time) => {
                 within(time, async {
-                    Ok(self.store.list_held(limits.locks).await?)
+                    Ok(unpaced(self.store.list_held(limits.locks)).await?)
                 })
                 .await?
             }
-            None => self
-                .store
-                .list_held(limits.locks)
+            None => unpaced(self.store.list_held(limits.locks))
                 .await
                 .map_err(LockError::from)?,
         };
@@ -303,8 +314,22 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
                 }
             }
         }
+        match reclaim(&self.store, limits.reclaims, left(deadline)).await {
+            Ok(done) => {
+                report.truncated |= done.truncated;
+                report.failed += done.failed;
+                report.reclaimed = done;
+            }
+            Err(error) => {
+                warn!(error = %error, decision = "failed", "reconciler: could not reclaim idle locks");
+                report.failed += 1;
+                report.truncated = true;
+            }
+        }
         info!(
             locks_looked_at = report.locks_looked_at,
+            closed = report.reclaimed.closed,
+            emptied = report.reclaimed.emptied,
             executions_checked = report.executions_checked,
             released = report.released.len(),
             kept = report.kept,

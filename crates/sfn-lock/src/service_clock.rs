@@ -8,14 +8,17 @@
 //!
 //! [`ServiceDate`] is an interceptor added to one call
 //! (`.customize().interceptor(date.clone())`); after the call,
-//! [`ServiceDate::millis`] is the `Date` of its last answer (a retried request
-//! keeps the last attempt's: later, so any interval measured to it only grows).
+//! [`ServiceDate::millis`] is the `Date` of its last attempt's answer (a
+//! retried request keeps the last attempt's, never an earlier one's: later,
+//! so any interval measured to it only grows).
 //! `Date` has whole seconds: [`DATE_RESOLUTION_MILLIS`].
 
 use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeDeserializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    BeforeDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
@@ -49,6 +52,20 @@ pub fn parse_http_date(value: &str) -> Option<i64> {
 impl Intercept for ServiceDate {
     fn name(&self) -> &'static str {
         "ServiceDate"
+    }
+
+    fn read_before_attempt(
+        &self,
+        _: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        // Each attempt's own answer: an earlier attempt's Date would be too
+        // early for the one that landed.
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = None;
+        }
+        Ok(())
     }
 
     fn read_after_transmit(

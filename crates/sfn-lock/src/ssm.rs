@@ -12,7 +12,6 @@
 //! "SSM store"). A release's answer without a write is confirmed by creating
 //! the next generation (`confirm`): SSM's reads may be stale.
 
-use aws_sdk_ssm::error::ProvideErrorMetadata;
 use aws_sdk_ssm::Client;
 use tracing::warn;
 
@@ -21,12 +20,11 @@ use crate::document_store::{DocumentStore, Documents};
 use crate::error::{classify, StoreError};
 use crate::listing_pace;
 use crate::model::{EpochMillis, LockName, Owner};
-use crate::service_clock::ServiceDate;
-use crate::ssm_calls::{envelope_of, fit, Found};
+use crate::ssm_calls::fit;
 use crate::ssm_generations::{backlog_full, next_envelope, Base};
 use crate::ssm_markers::TOKEN_DIGITS;
+use crate::ssm_window::within_window;
 pub use crate::ssm_window::SsmRead;
-use crate::ssm_window::{no_date, within_window};
 use crate::store_names::{decode_name, encode_name, owner_hash, OWNER_HASH_DIGITS};
 
 pub use crate::ssm_generations::{KEEP_SUPERSEDED_MILLIS, MAX_KEPT_GENERATIONS};
@@ -81,6 +79,73 @@ impl SsmDocuments {
     pub(crate) fn owner_path(&self, owner: &Owner) -> String {
         format!("{}/.owners/{}", self.path, owner_hash(owner.as_str()))
     }
+
+    /// Creates the generation after `read` holding `doc` (a tombstone if
+    /// `closed`); `false` if another writer's came first.
+    pub(crate) async fn create_next(
+        &self,
+        lock_name: &LockName,
+        read: &SsmRead,
+        doc: &LockDoc,
+        closed: bool,
+    ) -> Result<bool, StoreError> {
+        let base = read.envelope.as_ref().map(|envelope| Base {
+            envelope,
+            modified_at: read.modified_at,
+            read_at: read.read_at,
+        });
+        let (mut next, deletable) = next_envelope(base, doc.clone(), true);
+        // Deleted before the create: they may go whoever wins it, and a create
+        // that lands unseen (its answer lost) leaves none behind undeleted.
+        let deletes_failed =
+            !deletable.is_empty() && !self.delete_generations(lock_name, deletable).await;
+        if deletes_failed {
+            next = next_envelope(base, doc.clone(), false).0;
+        }
+        // A grant brings a holder the read did not have (the count may stay,
+        // when it replaces an expired one).
+        let before = read
+            .envelope
+            .as_ref()
+            .map(|read| read.lock.holders.as_slice())
+            .unwrap_or_default();
+        let grant = doc.holders.iter().any(|holder| {
+            !before
+                .iter()
+                .any(|b| b.owner == holder.owner && b.fencing_token == holder.fencing_token)
+        });
+        let frees = doc.holders.len() < before.len();
+        // A busy lock keeps many generations for five minutes; only one
+        // whose old generations cannot be deleted is stopped from growing:
+        // nothing but a release (which frees a holder) is written then, so
+        // its generations stay bounded by the bound plus its holders.
+        if !frees && deletes_failed && backlog_full(&next) {
+            return Err(StoreError::Misconfigured(format!(
+                "lock {:?} keeps {} old generations: the SSM store cannot delete them \
+                 (is ssm:DeleteParameters denied? see the log); it takes no grant, renewal \
+                 or confirmation until they go, and releases still work",
+                lock_name.as_str(),
+                next.generation - next.tail
+            )));
+        }
+        next.closed = closed;
+        next.read_at = Some(read.read_at);
+        let value = fit(&mut next, grant)?;
+        let name = self.generation_name(lock_name, next.generation);
+        let Some(landed_at) = self.put(name, value.clone(), false).await? else {
+            return Ok(false);
+        };
+        // Too late to answer for: decided again from a fresh read, which
+        // finds this change (a slow but true create) or the chain without it.
+        if !within_window(lock_name, read, landed_at, next.generation)? {
+            return Ok(false);
+        }
+        // The change is made; a lagging hint costs the next reader a probe.
+        if let Err(error) = self.put(self.current_name(lock_name), value, true).await {
+            warn!(lock_name = lock_name.as_str(), error = %error, "could not update the current-generation hint");
+        }
+        Ok(true)
+    }
 }
 
 impl Documents for SsmDocuments {
@@ -113,74 +178,13 @@ impl Documents for SsmDocuments {
     }
 
     async fn read(&self, lock_name: &LockName) -> Result<Option<(SsmRead, LockDoc)>, StoreError> {
-        let date = ServiceDate::default();
-        let got = self
-            .client
-            .get_parameter()
-            .name(self.current_name(lock_name))
-            .customize()
-            .interceptor(date.clone())
-            .send()
-            .await;
-        let hint = match got {
-            Ok(output) => {
-                let parameter = output.parameter();
-                Some(envelope_of(
-                    parameter.and_then(|p| p.name()),
-                    parameter.and_then(|p| p.value()),
-                )?)
-            }
-            Err(error) if error.code() == Some("ParameterNotFound") => None,
-            Err(error) => return Err(classify("GetParameter", error)),
-        };
-        let read_at = date.millis().ok_or_else(|| no_date("GetParameter"))?;
-        // The hint lags while its writer is between create and hint, or if
-        // that writer died in between: the generations from it on decide. A
-        // hint whose own generation is gone (below the oldest kept), or none,
-        // proves nothing: then the lock's generations are listed.
-        let probed = match &hint {
-            Some(hint) => self.probe(lock_name, hint.generation).await?,
-            None => None,
-        };
-        let newest = match probed {
-            Some(newest) => Some(newest),
-            None => self.list_generations(lock_name).await?,
-        };
-        // A hint is written after its generation's create, and a generation
-        // is deleted only once a newer one exists: a listing that finds
-        // nothing newer than a hint whose generation is gone missed some.
-        // SSM documents that a page may hold fewer items than exist.
-        if let Some(hint) = &hint {
-            if newest
-                .as_ref()
-                .is_none_or(|n| n.envelope.generation < hint.generation)
-            {
-                return Err(StoreError::Unavailable(format!(
-                    "lock {:?}: its hint names generation {}, which is gone, and listing its \
-                     parameters found nothing as new (a partial listing, or parameters deleted \
-                     by hand); nothing is decided on it",
-                    lock_name.as_str(),
-                    hint.generation
-                )));
-            }
-        }
-        let (envelope, modified_at, doc) = match newest {
-            Some(Found {
-                envelope,
-                modified_at,
-            }) => {
-                let doc = envelope.lock.clone();
-                (Some(envelope), modified_at, doc)
-            }
-            // Never used (or every parameter deleted by hand): an empty
-            // document, never written (format 0), with the read's time.
-            None => (None, read_at, LockDoc::default()),
-        };
-        let read = SsmRead {
-            envelope,
-            modified_at,
-            read_at,
-        };
+        let read = self.read_newest(lock_name).await?;
+        // A lock never used has a document never written (format 0).
+        let doc = read
+            .envelope
+            .as_ref()
+            .map(|envelope| envelope.lock.clone())
+            .unwrap_or_default();
         Ok(Some((read, doc)))
     }
 
@@ -194,71 +198,17 @@ impl Documents for SsmDocuments {
         let read = read.ok_or_else(|| {
             StoreError::Unavailable("the SSM store writes only after its own read".into())
         })?;
-        let base = read.envelope.as_ref().map(|envelope| Base {
-            envelope,
-            modified_at: read.modified_at,
-            read_at: read.read_at,
-        });
-        let (mut next, deletable) = next_envelope(base, doc.clone(), true);
-        // Deleted before the create: they may go whoever wins it, and a create
-        // that lands unseen (its answer lost) leaves none behind undeleted.
-        let deletes_failed =
-            !deletable.is_empty() && !self.delete_generations(lock_name, deletable).await;
-        if deletes_failed {
-            next = next_envelope(base, doc.clone(), false).0;
-        }
-        // A grant brings a holder the read did not have (the count may stay,
-        // when it replaces an expired one).
-        let before = read
-            .envelope
-            .as_ref()
-            .map(|read| read.lock.holders.as_slice())
-            .unwrap_or_default();
-        let grant = doc.holders.iter().any(|holder| {
-            !before
-                .iter()
-                .any(|b| b.owner == holder.owner && b.fencing_token == holder.fencing_token)
-        });
-        // A busy lock keeps many generations for five minutes; only one
-        // whose old generations cannot be deleted is stopped from growing.
-        if grant && deletes_failed && backlog_full(&next) {
-            return Err(StoreError::Misconfigured(format!(
-                "lock {:?} keeps {} old generations: the SSM store cannot delete them \
-                 (is ssm:DeleteParameters denied? see the log); it takes no new grant until \
-                 they go, and releases still work",
-                lock_name.as_str(),
-                next.generation - next.tail
-            )));
-        }
-        let value = fit(&mut next, grant)?;
-        let name = self.generation_name(lock_name, next.generation);
-        let Some(landed_at) = self.put(name, value.clone(), false).await? else {
-            return Ok(false);
-        };
-        within_window(lock_name, read, landed_at, next.generation)?;
-        // The change is made; a lagging hint costs the next reader a probe.
-        if let Err(error) = self.put(self.current_name(lock_name), value, true).await {
-            warn!(lock_name = lock_name.as_str(), error = %error, "could not update the current-generation hint");
-        }
-        Ok(true)
+        self.create_next(lock_name, read, doc, false).await
     }
 
     async fn confirm(
         &self,
         lock_name: &LockName,
-        owner: &Owner,
+        _: &Owner,
         read: Option<&SsmRead>,
         doc: Option<&LockDoc>,
         now: EpochMillis,
     ) -> Result<bool, StoreError> {
-        // A lock never used: the owner never held it if it has no marker
-        // (written before any grant, removed only after its release), and
-        // nothing need be created to say so.
-        if read.is_none_or(|read| read.envelope.is_none())
-            && !self.has_marker(owner, lock_name).await?
-        {
-            return Ok(true);
-        }
         // SSM's reads may be stale: the same document, created as the next
         // generation, proves the read was the newest when it landed.
         let doc = doc.cloned().unwrap_or_default();
@@ -332,6 +282,10 @@ impl Documents for SsmDocuments {
     async fn before_listing_read(&self) {
         listing_pace::turn(listing_pace::LOCK_READ_REQUESTS).await;
         listing_pace::record(|done| done.locks_read += 1);
+    }
+
+    async fn reclaim_idle(&self, max: usize) -> Result<crate::store::Reclaimed, StoreError> {
+        SsmDocuments::reclaim_idle(self, max).await
     }
 
     async fn marked(&self, owner: &Owner) -> Result<Vec<LockName>, StoreError> {

@@ -35,7 +35,7 @@ pub const MAX_DELETIONS_PER_WRITE: u64 = 50;
 /// and a parameter's 4 KB stays enough while deletions keep failing.
 pub const MAX_CHECKPOINTS: usize = 8;
 /// Generations a lock whose deletions fail keeps at most before it refuses
-/// new grants: bounded by construction when `DeleteParameters` keeps failing
+/// everything but releases: bounded by construction when `DeleteParameters` keeps failing
 /// (a denying policy), so one lock can never fill the account's 10,000
 /// parameters. (A busy lock whose deletions work may keep more for five
 /// minutes: about one per change.)
@@ -52,6 +52,17 @@ pub struct Envelope {
     /// `(generation, LastModifiedDate)`, oldest first; [`MAX_CHECKPOINTS`] at most.
     pub checkpoints: Vec<(u64, i64)>,
     pub lock: LockDoc,
+    /// A tombstone: the lock was free and unused long enough, and its
+    /// generations are (being) deleted; only `current`, holding this, stays
+    /// (`ssm_reclaim.rs`). The next change creates the generation after it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
+    /// The `Date` of the read its writer decided on: a generation whose
+    /// `LastModifiedDate` is later than the write window after it landed late,
+    /// perhaps beside the chain, and is trusted only after a listing
+    /// (`ssm_read.rs`). Absent in generations written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<i64>,
 }
 
 /// The generation a write read as the newest, with the service's times.
@@ -83,6 +94,8 @@ pub fn next_envelope(
             tail: 1,
             checkpoints: Vec::new(),
             lock,
+            closed: false,
+            read_at: None,
         };
         return (first, 1..1);
     };
@@ -114,6 +127,8 @@ pub fn next_envelope(
         tail: new_tail,
         checkpoints,
         lock,
+        closed: false,
+        read_at: None,
     };
     (next, previous.tail..new_tail)
 }

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeSet;
 
-use aws_sdk_ssm::error::ProvideErrorMetadata;
 use aws_sdk_ssm::types::Parameter;
 
 use crate::error::{classify, StoreError};
@@ -64,26 +63,6 @@ impl SsmDocuments {
             .iter()
             .filter_map(|marker| marker.name().map(str::to_string))
             .collect())
-    }
-
-    /// Whether the owner has a marker for the lock, the old layout's included.
-    pub(crate) async fn has_marker(
-        &self,
-        owner: &Owner,
-        lock_name: &LockName,
-    ) -> Result<bool, StoreError> {
-        if !self.marker_names(owner, lock_name).await?.is_empty() {
-            return Ok(true);
-        }
-        let old = self
-            .client
-            .get_parameter()
-            .name(self.marker_folder(owner, lock_name));
-        match old.send().await {
-            Ok(_) => Ok(true),
-            Err(error) if error.code() == Some("ParameterNotFound") => Ok(false),
-            Err(error) => Err(classify("GetParameter", error)),
-        }
     }
 
     /// Deletes the owner's markers for the lock; none is fine. The old

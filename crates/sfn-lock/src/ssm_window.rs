@@ -16,41 +16,46 @@ pub struct SsmRead {
     pub(crate) envelope: Option<Envelope>,
     pub(crate) modified_at: i64,
     pub(crate) read_at: i64,
+    /// The generation read is gone: a tombstone kept only in `current`.
+    pub(crate) gone: bool,
 }
 
 pub(crate) fn no_date(call: &str) -> StoreError {
-    StoreError::Unavailable(format!(
-        "SSM's answer to {call} had no Date header: the store judges time by it alone"
+    StoreError::Misconfigured(format!(
+        "SSM's answer to {call} had no Date header (AWS always sends one; is a proxy \
+         removing it?): the store judges time by it alone"
     ))
 }
 
 /// A create that landed later than [`WRITE_WINDOW_MILLIS`] after its read (by
 /// the service's clock: the caller stalled, or its request did) may have
 /// re-made a generation deleted meanwhile, beside the chain that went on:
-/// its change is not answered for (`LockStoreUnavailable`; the caller asks
-/// again, and its next read finds the chain, with this change or without it).
+/// its change is not answered for (`false`: the caller decides again from a
+/// fresh read, which finds the chain with this change or without it; a read
+/// never takes a late generation as the newest without a listing,
+/// `ssm_read.rs`). No `Date` is `LockStoreMisconfigured`.
 pub(crate) fn within_window(
     lock_name: &LockName,
     read: &SsmRead,
     landed_at: Option<i64>,
     generation: u64,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     let landed_at = landed_at.ok_or_else(|| no_date("PutParameter"))?;
     let took = landed_at - read.read_at;
-    if took + DATE_RESOLUTION_MILLIS <= WRITE_WINDOW_MILLIS {
-        return Ok(());
+    if !late(took) {
+        return Ok(true);
     }
     warn!(
         lock_name = lock_name.as_str(),
         generation,
         took_millis = took,
-        "a change landed too long after its read to be answered for"
+        "a change landed too long after its read to be answered for; deciding again"
     );
-    Err(StoreError::Unavailable(format!(
-        "lock {:?}: generation {generation} was created {} s after the read it was decided \
-         on (by SSM's clock), more than the {} s the SSM store answers for; ask again",
-        lock_name.as_str(),
-        took / 1000,
-        WRITE_WINDOW_MILLIS / 1000
-    )))
+    Ok(false)
+}
+
+/// Whether a create that landed `took` after its read (SSM's `Date`s,
+/// whole seconds) is beyond the write window.
+pub(crate) fn late(took: i64) -> bool {
+    took + DATE_RESOLUTION_MILLIS > WRITE_WINDOW_MILLIS
 }

@@ -125,6 +125,17 @@ pub trait LockStore: Send + Sync {
         std::future::ready(Ok(Vec::new()))
     }
 
+    /// Reclaims the storage of up to `max` locks nobody uses any more (the
+    /// SSM store: `ssm_reclaim.rs`); the reconciler's third step. A store
+    /// whose idle locks cost nothing does nothing (the default).
+    fn reclaim_idle(
+        &self,
+        max: usize,
+    ) -> impl Future<Output = Result<Reclaimed, StoreError>> + Send {
+        let _ = max;
+        std::future::ready(Ok(Reclaimed::default()))
+    }
+
     /// What every release does for the lock's queue, for a lock whose
     /// releases have all happened: sends the wake-ups earlier hand-offs owe,
     /// then hands room to the oldest waiters. Writes nothing when nothing
@@ -138,4 +149,19 @@ pub trait LockStore: Send + Sync {
         let _ = (lock_name, now);
         std::future::ready(Ok(false))
     }
+}
+
+#[cfg(feature = "ssm")]
+pub use crate::ssm_reclaim::Reclaimed;
+
+/// What one reclaim pass did (a store without anything to reclaim).
+#[cfg(not(feature = "ssm"))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reclaimed {
+    pub looked_at: usize,
+    pub closed: usize,
+    pub emptied: usize,
+    pub failed: usize,
+    pub truncated: bool,
 }

@@ -291,19 +291,3 @@ async fn ssm_how_many_holders_fit_does_not_depend_on_the_locks_history() {
     );
     assert_eq!(after_history, fresh);
 }
-
-#[tokio::test]
-async fn ssm_a_release_of_a_name_never_used_writes_nothing() {
-    // Review finding 4: it answered not_held and created generation 1 and
-    // `current` (two parameters of the account's 10,000) for nothing.
-    let store = store("ssm").await;
-    let name = LockName::new(unique("never-used")).unwrap();
-    let answer = store
-        .release(&name, &owner("arn:a"), EpochMillis::now())
-        .await;
-    assert!(
-        matches!(answer, Ok(sfn_lock::ReleaseOutcome::NotHeld)),
-        "{answer:?}"
-    );
-    assert_eq!(common::ssm::parameters(&name).await, Vec::<String>::new());
-}

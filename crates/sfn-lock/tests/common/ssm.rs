@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use sfn_lock::lambda::sdk_config;
 use sfn_lock::LockName;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
@@ -148,6 +148,22 @@ pub async fn current_hint(name: &LockName, set: Option<Option<String>>) -> Optio
     }
 }
 
+/// An SSM store of its own under `path` (a test that lists every lock).
+pub async fn ssm_store_at(path: &str) -> sfn_lock::SsmStore {
+    sfn_lock::SsmStore::ssm(aws_sdk_ssm::Client::new(&sdk_config().await), path)
+}
+
+/// The names directly under `path` (last segment), sorted.
+pub async fn last_names_under(path: &str) -> Vec<String> {
+    let mut names: Vec<String> = parameters_under(path)
+        .await
+        .iter()
+        .filter_map(|name| name.rsplit('/').next().map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
 /// A store client whose SSM requests go to `endpoint`.
 pub async fn ssm_store_via(endpoint: &str) -> sfn_lock::SsmStore {
     let config = aws_sdk_ssm::config::Builder::from(&sdk_config().await)
@@ -162,6 +178,7 @@ pub async fn ssm_store_via(endpoint: &str) -> sfn_lock::SsmStore {
 pub struct Held {
     arrived: Arc<Notify>,
     go: Arc<Notify>,
+    landed: Arc<Notify>,
     taken: Arc<AtomicBool>,
 }
 
@@ -174,6 +191,11 @@ impl Held {
     /// Lets it go on to the server.
     pub fn go(&self) {
         self.go.notify_one()
+    }
+
+    /// Waits until the held request was answered by the server.
+    pub async fn landed(&self) {
+        self.landed.notified().await
     }
 }
 
@@ -199,7 +221,9 @@ async fn forward(mut caller: TcpStream, upstream: &str, held: &Held, matcher: Ma
     let Some((head, body)) = read_request(&mut caller).await else {
         return;
     };
-    if matcher(&head.to_ascii_lowercase(), &body) && !held.taken.swap(true, Ordering::SeqCst) {
+    let hold =
+        matcher(&head.to_ascii_lowercase(), &body) && !held.taken.swap(true, Ordering::SeqCst);
+    if hold {
         held.arrived.notify_one();
         held.go.notified().await;
     }
@@ -210,5 +234,16 @@ async fn forward(mut caller: TcpStream, upstream: &str, held: &Held, matcher: Ma
     if server.write_all(head.as_bytes()).await.is_err() || server.write_all(&body).await.is_err() {
         return;
     }
-    let _ = tokio::io::copy(&mut server, &mut caller).await;
+    let mut answer = Vec::new();
+    let _ = server.read_to_end(&mut answer).await;
+    if hold {
+        held.landed.notify_one();
+    }
+    let _ = caller.write_all(&answer).await;
+}
+
+/// SSM's `PutParameter` of a lock's `current` hint.
+pub fn hint_put(head: &str, body: &[u8]) -> bool {
+    let body = String::from_utf8_lossy(body);
+    head.contains("x-amz-target: amazonssm.putparameter") && body.contains("/current\"")
 }

@@ -53,3 +53,43 @@ async fn ssm_denied_deletes_keep_a_lock_bounded_and_releasable() {
     let kept = generations(&name).await.len() as u64;
     assert!(kept <= MAX_KEPT_GENERATIONS + 1, "{kept} generations");
 }
+
+#[tokio::test]
+async fn ssm_denied_deletes_bound_renewals_too() {
+    // Review finding (F3): grants stopped at the bound, renewals did not: one
+    // `sfn-lock run` renewing every 20 s added 4,320 parameters a day.
+    let _serial = serial().await;
+    let renewals = MAX_KEPT_GENERATIONS as usize + 20;
+    let denials = vec![(400, "AccessDeniedException"); 2 * renewals];
+    let (url, _faults) = fault_proxy("AWS_ENDPOINT_URL_SSM", generation_delete, &denials).await;
+    let store = ssm_store_via(&url).await;
+    let name = lock("renewal-growth");
+    let now = EpochMillis::now();
+    store
+        .acquire(&name, &owner("arn:a"), lease(3600), now)
+        .await
+        .unwrap();
+    let mut refused = false;
+    for _ in 0..renewals {
+        advance(20);
+        match store
+            .acquire(&name, &owner("arn:a"), lease(3600), now)
+            .await
+        {
+            Ok(AcquireOutcome::Renewed(_)) => {}
+            Err(StoreError::Misconfigured(why)) if why.contains("DeleteParameters") => {
+                refused = true;
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(refused, "a renewal is refused once the backlog is full");
+    let released = store.release(&name, &owner("arn:a"), now).await;
+    assert!(
+        matches!(released, Ok(ReleaseOutcome::Released)),
+        "{released:?}"
+    );
+    let kept = generations(&name).await.len() as u64;
+    assert!(kept <= MAX_KEPT_GENERATIONS + 2, "{kept} generations");
+}

@@ -14,13 +14,28 @@
 //! second: [`Skew`] compares the `Date` with the midpoint of the two readings,
 //! give or take half the round trip plus the `Date`'s resolution.
 
-use aws_sdk_dynamodb::types::AttributeValue;
+//!
+//! It lives with the CLI, the one caller that decides expiry on its own
+//! clock: the functions never make these reads (and the template's
+//! permission check reads the library's calls as theirs).
 
-use crate::dynamodb::LOCK_NAME;
-use crate::error::{classify, StoreError};
-use crate::model::{EpochMillis, LockName};
-use crate::service_clock::{ServiceDate, DATE_RESOLUTION_MILLIS};
-use crate::store_url::StoreUrl;
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::AttributeValue;
+use sfn_lock::dynamodb::LOCK_NAME;
+use sfn_lock::service_clock::{ServiceDate, DATE_RESOLUTION_MILLIS};
+use sfn_lock::store_names::encode_name;
+use sfn_lock::{EpochMillis, LockName, StoreError, StoreUrl};
+
+/// A failed read, as the store's own errors say it.
+fn failed<E: ProvideErrorMetadata + std::fmt::Debug>(call: &str, error: E) -> StoreError {
+    StoreError::Unavailable(format!(
+        "{call}: {}",
+        error
+            .message()
+            .or(error.code())
+            .map_or_else(|| format!("{error:?}"), str::to_string)
+    ))
+}
 
 /// This host's clock against a service's, as one read measured it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,19 +61,18 @@ impl Skew {
         }
     }
 
-    /// The smallest skew the measurement leaves possible: 0 when the host
-    /// may be right.
-    pub fn least_millis(&self) -> i64 {
-        self.host_ahead_millis
-            .saturating_abs()
-            .saturating_sub(self.uncertainty_millis)
-            .max(0)
-    }
-
     /// Whether the skew exceeds `bound_millis` however the uncertainty falls:
     /// a refusal on this is never the measurement's doing.
-    pub fn beyond(&self, bound_millis: i64) -> bool {
-        self.least_millis() > bound_millis
+    /// Whether the true skew may exceed `bound_millis` either way: at the
+    /// least favourable end of the measurement's uncertainty. (Two hosts
+    /// that each pass are at most twice the bound apart, which is what a
+    /// holder and its rival see: the bound is kept by construction only if
+    /// it holds for the worst case, not the likeliest.)
+    pub fn may_exceed(&self, bound_millis: i64) -> bool {
+        self.host_ahead_millis
+            .saturating_abs()
+            .saturating_add(self.uncertainty_millis)
+            > bound_millis
     }
 }
 
@@ -105,17 +119,13 @@ async fn read(
                 .interceptor(date.clone())
                 .send()
                 .await
-                .map_err(|error| classify("GetItem", error))?;
+                .map_err(|error| failed("GetItem", error))?;
         }
-        #[cfg(feature = "s3")]
         StoreUrl::S3 { bucket, prefix } => {
             // The lock's key as s3.rs names it: where the caller may read.
             // A missing object's 404 carries the Date as well.
-            let key = format!(
-                "{prefix}{}",
-                crate::store_names::encode_name(lock_name.as_str())
-            );
-            crate::any_store::s3_client(sdk)
+            let key = format!("{prefix}{}", encode_name(lock_name.as_str()));
+            sfn_lock::any_store::s3_client(sdk)
                 .head_object()
                 .bucket(bucket)
                 .key(key)
@@ -123,21 +133,19 @@ async fn read(
                 .interceptor(date.clone())
                 .send()
                 .await
-                .map_err(|error| classify("HeadObject", error))?;
+                .map_err(|error| failed("HeadObject", error))?;
         }
-        #[cfg(feature = "ssm")]
         StoreUrl::Ssm { path } => {
-            let documents =
-                crate::ssm::SsmStore::ssm(aws_sdk_ssm::Client::new(sdk), path).documents;
-            documents
-                .client
+            // The lock's hint, as ssm.rs names it.
+            let current = format!("{path}/{}/current", encode_name(lock_name.as_str()));
+            aws_sdk_ssm::Client::new(sdk)
                 .get_parameter()
-                .name(documents.current_name(lock_name))
+                .name(current)
                 .customize()
                 .interceptor(date.clone())
                 .send()
                 .await
-                .map_err(|error| classify("GetParameter", error))?;
+                .map_err(|error| failed("GetParameter", error))?;
         }
         #[allow(unreachable_patterns)] // a build with every store has no other
         other => {
@@ -158,31 +166,44 @@ mod tests {
         let skew = Skew::between(10_000, 4_000, 10_400);
         assert_eq!(skew.host_ahead_millis, 6_200);
         assert_eq!(skew.uncertainty_millis, 1_200);
-        assert_eq!(skew.least_millis(), 5_000);
-        assert!(!skew.beyond(5_000), "exactly the bound is not beyond it");
-        assert!(skew.beyond(4_999));
+        assert!(
+            !skew.may_exceed(7_400),
+            "exactly the bound is not beyond it"
+        );
+        assert!(skew.may_exceed(7_399));
+    }
+
+    #[test]
+    fn a_skew_that_may_exceed_the_bound_at_the_worst_end_is_caught() {
+        // 2.6 s ahead give or take 1.2 s: up to 3.8 s.
+        let skew = Skew::between(10_000, 7_600, 10_400);
+        assert!(!skew.may_exceed(3_800));
+        assert!(skew.may_exceed(3_799));
+        let behind = Skew::between(10_000, 12_800, 10_400);
+        assert!(behind.may_exceed(3_799), "behind counts the same");
     }
 
     #[test]
     fn a_host_behind_is_measured_the_same_way() {
         let skew = Skew::between(10_000, 17_000, 10_000);
         assert_eq!(skew.host_ahead_millis, -7_000);
-        assert_eq!(skew.least_millis(), 6_000);
-        assert!(skew.beyond(5_000));
+        assert!(skew.may_exceed(7_999));
     }
 
     #[test]
-    fn a_slow_round_trip_gives_the_host_the_benefit_of_the_doubt() {
+    fn a_slow_round_trip_counts_against_the_host() {
         // 20 s ahead by the midpoint, but the answer took 40 s: it may be right.
         let skew = Skew::between(0, 0, 40_000);
         assert_eq!(skew.host_ahead_millis, 20_000);
         assert_eq!(skew.uncertainty_millis, 21_000);
-        assert_eq!(skew.least_millis(), 0);
-        assert!(!skew.beyond(0));
+        assert!(
+            skew.may_exceed(40_999),
+            "a slow answer counts against the host"
+        );
         // 40 s ahead by the midpoint: at least 19 s whenever it was answered.
         let skew = Skew::between(0, -20_000, 40_000);
         assert_eq!(skew.host_ahead_millis, 40_000);
-        assert_eq!(skew.least_millis(), 19_000);
+        assert!(!skew.may_exceed(61_000));
     }
 
     #[test]
@@ -190,6 +211,6 @@ mod tests {
         let skew = Skew::between(10_000, 9_500, 8_000);
         assert_eq!(skew.host_ahead_millis, -500);
         assert_eq!(skew.uncertainty_millis, 2_000);
-        assert_eq!(skew.least_millis(), 0);
+        assert!(!skew.may_exceed(2_500));
     }
 }

@@ -1,0 +1,164 @@
+//! The SSM store's read: the newest generation, from the `current` hint on.
+//!
+//! `current` repeats the newest generation, overwritten by its writer after
+//! the create. It is only a hint: a writer may die between create and hint,
+//! or write it late. So a read probes the hint's own generation and the nine
+//! after it and takes the newest found; a hint whose generation is gone, or
+//! none, proves nothing: then the lock's generations are listed.
+//!
+//! A newest generation that landed late, or that is old, is confirmed by a
+//! listing ([`SsmDocuments::settled`]).
+//!
+//! Two cases the listing cannot settle alone:
+//! - A **closed** hint (a tombstone, `ssm_reclaim.rs`) whose generation is
+//!   gone is the lock itself: free, its next generation the one after it.
+//! - A hint written after its generation's create, and a generation deleted
+//!   only once a newer one exists: a listing that finds nothing newer than a
+//!   hint whose generation is gone missed some (SSM documents that a page may
+//!   hold fewer items than exist), unless the hint was written late, over a
+//!   tombstone. The hint's own history tells: its newest closed version, if
+//!   as new, is the lock; else the read is `LockStoreUnavailable`.
+
+use aws_sdk_ssm::error::ProvideErrorMetadata;
+
+use crate::error::{classify, StoreError};
+use crate::model::LockName;
+use crate::service_clock::ServiceDate;
+use crate::ssm::SsmDocuments;
+use crate::ssm_calls::{envelope_of, found, Found};
+use crate::ssm_generations::{KEEP_SUPERSEDED_MILLIS, WRITE_WINDOW_MILLIS};
+use crate::ssm_window::{late, no_date, SsmRead};
+
+impl SsmDocuments {
+    pub(crate) async fn read_newest(&self, lock_name: &LockName) -> Result<SsmRead, StoreError> {
+        let date = ServiceDate::default();
+        let got = self
+            .client
+            .get_parameter()
+            .name(self.current_name(lock_name))
+            .customize()
+            .interceptor(date.clone())
+            .send()
+            .await;
+        let hint = match got {
+            Ok(output) => output.parameter().map(found).transpose()?,
+            Err(error) if error.code() == Some("ParameterNotFound") => None,
+            Err(error) => return Err(classify("GetParameter", error)),
+        };
+        let read_at = date.millis().ok_or_else(|| no_date("GetParameter"))?;
+        let read = |newest: Option<Found>, gone: bool| match newest {
+            Some(Found {
+                envelope,
+                modified_at,
+            }) => SsmRead {
+                envelope: Some(envelope),
+                modified_at,
+                read_at,
+                gone,
+            },
+            // Never used: no document, with the read's time.
+            None => SsmRead {
+                envelope: None,
+                modified_at: read_at,
+                read_at,
+                gone: false,
+            },
+        };
+        let Some(hint) = hint else {
+            return Ok(read(self.list_generations(lock_name).await?, false));
+        };
+        let from = hint.envelope.generation;
+        if let Some(newest) = self.probe(lock_name, from).await? {
+            let newest = self.settled(lock_name, newest, read_at).await?;
+            return Ok(read(Some(newest), false));
+        }
+        if hint.envelope.closed {
+            return Ok(read(Some(hint), true));
+        }
+        if let Some(listed) = self.list_generations(lock_name).await? {
+            if listed.envelope.generation > from {
+                return Ok(read(Some(listed), false));
+            }
+        }
+        match self.newest_closed_hint(lock_name).await? {
+            Some(closed) if closed.envelope.generation >= from => {
+                match self.probe(lock_name, closed.envelope.generation).await? {
+                    Some(newest) => Ok(read(Some(newest), false)),
+                    None => Ok(read(Some(closed), true)),
+                }
+            }
+            _ => Err(StoreError::Unavailable(format!(
+                "lock {:?}: its hint names generation {from}, which is gone, and listing its \
+                 parameters found nothing as new (a partial listing, or parameters deleted \
+                 by hand); nothing is decided on it",
+                lock_name.as_str()
+            ))),
+        }
+    }
+
+    /// The newest a probe found, or a listing's newer one. A generation that
+    /// landed late (its writer stalled: it may stand beside the chain, after
+    /// generations deleted meanwhile, and a hint written late may point at
+    /// it) or one old enough that its successors may have come and gone
+    /// (a probe of ten names is not documented as one snapshot) is trusted
+    /// only once a listing finds nothing newer. Forks are always below the
+    /// chain's newest: they re-make deleted generations.
+    async fn settled(
+        &self,
+        lock_name: &LockName,
+        found: Found,
+        read_at: i64,
+    ) -> Result<Found, StoreError> {
+        let landed_late = found
+            .envelope
+            .read_at
+            .is_some_and(|decided| late(found.modified_at - decided));
+        let old = read_at - found.modified_at > KEEP_SUPERSEDED_MILLIS - WRITE_WINDOW_MILLIS;
+        if !landed_late && !old {
+            return Ok(found);
+        }
+        Ok(match self.list_generations(lock_name).await? {
+            Some(listed) if listed.envelope.generation > found.envelope.generation => listed,
+            _ => found,
+        })
+    }
+
+    /// The newest closed version in the hint's history (SSM keeps its last
+    /// 100 versions), if any.
+    async fn newest_closed_hint(&self, lock_name: &LockName) -> Result<Option<Found>, StoreError> {
+        let name = self.current_name(lock_name);
+        let mut newest: Option<Found> = None;
+        let mut next_token = None;
+        loop {
+            let page = self
+                .client
+                .get_parameter_history()
+                .name(&name)
+                .set_next_token(next_token)
+                .send()
+                .await
+                .map_err(|error| classify("GetParameterHistory", error))?;
+            for version in page.parameters() {
+                let envelope = envelope_of(version.name(), version.value())?;
+                let modified_at = version
+                    .last_modified_date()
+                    .and_then(|d| d.to_millis().ok());
+                if let (true, Some(modified_at)) = (envelope.closed, modified_at) {
+                    if newest
+                        .as_ref()
+                        .is_none_or(|n| n.envelope.generation < envelope.generation)
+                    {
+                        newest = Some(Found {
+                            envelope,
+                            modified_at,
+                        });
+                    }
+                }
+            }
+            match page.next_token {
+                Some(token) => next_token = Some(token),
+                None => return Ok(newest),
+            }
+        }
+    }
+}
