@@ -119,7 +119,7 @@ LOCK_PARAMETERS = ("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:p
 # of the hint), mark / unmark (PutParameter / DeleteParameters); the sweep also lists an
 # owner's markers (GetParametersByPath).
 SSM_ACTIONS = ("ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath", "ssm:PutParameter",
-               "ssm:DeleteParameters", "ssm:GetParameterHistory")
+               "ssm:DeleteParameters")
 # (action, resource as written, the statement's Condition as JSON or "") per function,
 # from what document_store.rs's methods call per function (acquire: read, mark,
 # write; release: read, write, unmark; the sweep: marked, then release's) and
@@ -1179,8 +1179,8 @@ def self_test(raw: dict, sources: Sources) -> int:
             s3_rs, "async fn stray(client: &aws_sdk_s3::Client) { let _ = client.copy_object().send().await; }")],
          "unreadable", ("LockStore=s3", "client.copy_object()")),
         ("an SSM call no function may make (ssm.rs)", [_prepend(
-            ssm_rs, "async fn stray(client: &aws_sdk_ssm::Client) { let _ = client.describe_parameters().send().await; }")],
-         "missing", ("LockStore=ssm", "ssm:DescribeParameters", "no lock function")),
+            ssm_rs, "async fn stray(client: &aws_sdk_ssm::Client) { let _ = client.get_parameter_history().send().await; }")],
+         "missing", ("LockStore=ssm", "ssm:GetParameterHistory", "no lock function")),
         ("ssm:DeleteParameter for acquire, which deletes in batches only", [lambda t: _store_statement(
             ACQUIRE, "UseSsmStore", "ReadAndWriteLockParameters")(t)["Action"].append("ssm:DeleteParameter")],
          "extra", ("LockStore=ssm", ACQUIRE, "ssm:DeleteParameter")),

@@ -36,8 +36,8 @@ Allowed, each for a reason AWS gives no way around:
   its objects at run time (locks/<encoded lock name>, locks/.owners/<owner
   hash>/<encoded lock name>); the bucket holds nothing else.
 - `arn:...:ssm:REGION:ACCOUNT:parameter/<path>/<stack name>/*` for
-  ssm:GetParameter, ssm:GetParameters, ssm:GetParametersByPath,
-  ssm:GetParameterHistory, ssm:PutParameter and ssm:DeleteParameters, <path> a
+  ssm:GetParameter, ssm:GetParameters, ssm:GetParametersByPath, ssm:PutParameter
+  and ssm:DeleteParameters, <path> a
   fixed path and <stack name> ${AWS::StackName}: the SSM lock store (LockStore
   ssm) names its parameters at run time, under the stack's own path
   (/sfn-lock/<stack>/<encoded lock name>/<generation>, .../.owners/...).
@@ -85,7 +85,7 @@ EXECUTION_ARN = re.compile(r"^arn:[^:*?]+:states:[^:*?]+:[^:*?]+:execution:[^:*?
 LOCK_OBJECT_ACTIONS = frozenset({"s3:GetObject", "s3:PutObject", "s3:DeleteObject"})
 LOCK_OBJECT_ARN = re.compile(r"^arn:[^:*?]+:s3:::<(?P<bucket>[A-Za-z0-9]+)>/[^*?]+/\*$")
 LOCK_PARAMETER_ACTIONS = frozenset({"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath",
-                                    "ssm:GetParameterHistory", "ssm:PutParameter", "ssm:DeleteParameters"})
+                                    "ssm:PutParameter", "ssm:DeleteParameters"})
 LOCK_PARAMETER_ARN = re.compile(r"^arn:[^:*?]+:ssm:[^:*?]+:[^:*?]+:parameter/(?:[^*?:]+/)?<StackName>/\*$")
 FUNCTION_VERSIONS_ARN = re.compile(r"^<(?P<function>[A-Za-z0-9]+)\.Arn>:\*$")
 FUNCTION_TYPES = frozenset({"AWS::Serverless::Function", "AWS::Lambda::Function"})

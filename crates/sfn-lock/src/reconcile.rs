@@ -20,8 +20,8 @@
 //! 2. wakes each queue `LockStore::queues_to_wake` names (at most
 //!    [`MAX_RECONCILE_QUEUES`]) with `LockStore::wake_queue`: what a release
 //!    would have done for it;
-//! 3. reclaims the storage of up to [`MAX_RECONCILE_RECLAIMS`] locks nobody
-//!    uses (`LockStore::reclaim_idle`: SSM's, `ssm_reclaim.rs`);
+//! 3. trims the storage of up to [`MAX_RECONCILE_RECLAIMS`] locks nobody
+//!    changes (`LockStore::reclaim_idle`: SSM's, `ssm_reclaim.rs`);
 //! 4. reports what it did ([`ReconcileReport`]); a run cut short by its
 //!    budget says `truncated`, and the next run goes on.
 //!
@@ -101,7 +101,7 @@ pub struct ReconcileReport {
     pub left_for_later: usize,
     /// Queues owed a wake-up that were handed on.
     pub queues_woken: Vec<String>,
-    /// Idle locks' storage reclaimed (SSM): looked at, closed, emptied.
+    /// Idle locks' storage trimmed (SSM): looked at, trimmed, deleted.
     pub reclaimed: Reclaimed,
     /// Executions or queues whose look failed (store or Step Functions errors).
     pub failed: usize,
@@ -328,8 +328,7 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
         }
         info!(
             locks_looked_at = report.locks_looked_at,
-            closed = report.reclaimed.closed,
-            emptied = report.reclaimed.emptied,
+            trimmed = report.reclaimed.trimmed,
             executions_checked = report.executions_checked,
             released = report.released.len(),
             kept = report.kept,

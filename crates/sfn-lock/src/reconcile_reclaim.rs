@@ -1,9 +1,8 @@
-//! The reconciler's last step: reclaim the storage of locks nobody uses
-//! (`LockStore::reclaim_idle`; on SSM a lock free and unchanged for seven
-//! minutes is closed, then emptied down to its `current` parameter,
-//! `ssm_reclaim.rs`; the other stores keep nothing per idle lock that costs).
-//! It gets what is left of the run's time; work cut short is safe (each step
-//! is a create that either lands or not, or deletions the next pass repeats).
+//! The reconciler's last step: reclaim the storage of locks nobody changes
+//! (`LockStore::reclaim_idle`; on SSM a lock unchanged for seven minutes is
+//! trimmed to its newest generation and `current`, `ssm_reclaim.rs`; the
+//! other stores keep nothing per idle lock that costs). It gets what is left
+//! of the run's time; work cut short is safe (deletions the next pass repeats).
 
 use std::time::Duration;
 

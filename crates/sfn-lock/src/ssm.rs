@@ -80,14 +80,13 @@ impl SsmDocuments {
         format!("{}/.owners/{}", self.path, owner_hash(owner.as_str()))
     }
 
-    /// Creates the generation after `read` holding `doc` (a tombstone if
-    /// `closed`); `false` if another writer's came first.
+    /// Creates the generation after `read` holding `doc`; `false` if another
+    /// writer's came first (or it landed too late to answer for).
     pub(crate) async fn create_next(
         &self,
         lock_name: &LockName,
         read: &SsmRead,
         doc: &LockDoc,
-        closed: bool,
     ) -> Result<bool, StoreError> {
         let base = read.envelope.as_ref().map(|envelope| Base {
             envelope,
@@ -128,7 +127,6 @@ impl SsmDocuments {
                 next.generation - next.tail
             )));
         }
-        next.closed = closed;
         next.read_at = Some(read.read_at);
         let value = fit(&mut next, grant)?;
         let name = self.generation_name(lock_name, next.generation);
@@ -198,7 +196,7 @@ impl Documents for SsmDocuments {
         let read = read.ok_or_else(|| {
             StoreError::Unavailable("the SSM store writes only after its own read".into())
         })?;
-        self.create_next(lock_name, read, doc, false).await
+        self.create_next(lock_name, read, doc).await
     }
 
     async fn confirm(

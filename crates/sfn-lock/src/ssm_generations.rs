@@ -52,11 +52,6 @@ pub struct Envelope {
     /// `(generation, LastModifiedDate)`, oldest first; [`MAX_CHECKPOINTS`] at most.
     pub checkpoints: Vec<(u64, i64)>,
     pub lock: LockDoc,
-    /// A tombstone: the lock was free and unused long enough, and its
-    /// generations are (being) deleted; only `current`, holding this, stays
-    /// (`ssm_reclaim.rs`). The next change creates the generation after it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub closed: bool,
     /// The `Date` of the read its writer decided on: a generation whose
     /// `LastModifiedDate` is later than the write window after it landed late,
     /// perhaps beside the chain, and is trusted only after a listing
@@ -94,7 +89,6 @@ pub fn next_envelope(
             tail: 1,
             checkpoints: Vec::new(),
             lock,
-            closed: false,
             read_at: None,
         };
         return (first, 1..1);
@@ -127,7 +121,6 @@ pub fn next_envelope(
         tail: new_tail,
         checkpoints,
         lock,
-        closed: false,
         read_at: None,
     };
     (next, previous.tail..new_tail)

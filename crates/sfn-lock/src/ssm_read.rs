@@ -7,17 +7,12 @@
 //! none, proves nothing: then the lock's generations are listed.
 //!
 //! A newest generation that landed late, or that is old, is confirmed by a
-//! listing ([`SsmDocuments::settled`]).
-//!
-//! Two cases the listing cannot settle alone:
-//! - A **closed** hint (a tombstone, `ssm_reclaim.rs`) whose generation is
-//!   gone is the lock itself: free, its next generation the one after it.
-//! - A hint written after its generation's create, and a generation deleted
-//!   only once a newer one exists: a listing that finds nothing newer than a
-//!   hint whose generation is gone missed some (SSM documents that a page may
-//!   hold fewer items than exist), unless the hint was written late, over a
-//!   tombstone. The hint's own history tells: its newest closed version, if
-//!   as new, is the lock; else the read is `LockStoreUnavailable`.
+//! listing ([`SsmDocuments::settled`]). A hint is written after its
+//! generation's create and a generation is deleted only once a newer one
+//! exists, so a listing that finds nothing newer than a hint whose
+//! generation is gone missed some (SSM documents that a page may hold fewer
+//! items than exist): the read is then `LockStoreUnavailable`. The newest
+//! generation is never deleted, not even by the reclaim (`ssm_reclaim.rs`).
 
 use aws_sdk_ssm::error::ProvideErrorMetadata;
 
@@ -25,7 +20,7 @@ use crate::error::{classify, StoreError};
 use crate::model::LockName;
 use crate::service_clock::ServiceDate;
 use crate::ssm::SsmDocuments;
-use crate::ssm_calls::{envelope_of, found, Found};
+use crate::ssm_calls::{found, Found};
 use crate::ssm_generations::{KEEP_SUPERSEDED_MILLIS, WRITE_WINDOW_MILLIS};
 use crate::ssm_window::{late, no_date, SsmRead};
 
@@ -46,7 +41,7 @@ impl SsmDocuments {
             Err(error) => return Err(classify("GetParameter", error)),
         };
         let read_at = date.millis().ok_or_else(|| no_date("GetParameter"))?;
-        let read = |newest: Option<Found>, gone: bool| match newest {
+        let read = |newest: Option<Found>| match newest {
             Some(Found {
                 envelope,
                 modified_at,
@@ -54,46 +49,33 @@ impl SsmDocuments {
                 envelope: Some(envelope),
                 modified_at,
                 read_at,
-                gone,
             },
             // Never used: no document, with the read's time.
             None => SsmRead {
                 envelope: None,
                 modified_at: read_at,
                 read_at,
-                gone: false,
             },
         };
         let Some(hint) = hint else {
-            return Ok(read(self.list_generations(lock_name).await?, false));
+            return Ok(read(self.list_generations(lock_name).await?));
         };
         let from = hint.envelope.generation;
         if let Some(newest) = self.probe(lock_name, from).await? {
             let newest = self.settled(lock_name, newest, read_at).await?;
-            return Ok(read(Some(newest), false));
-        }
-        if hint.envelope.closed {
-            return Ok(read(Some(hint), true));
+            return Ok(read(Some(newest)));
         }
         if let Some(listed) = self.list_generations(lock_name).await? {
             if listed.envelope.generation > from {
-                return Ok(read(Some(listed), false));
+                return Ok(read(Some(listed)));
             }
         }
-        match self.newest_closed_hint(lock_name).await? {
-            Some(closed) if closed.envelope.generation >= from => {
-                match self.probe(lock_name, closed.envelope.generation).await? {
-                    Some(newest) => Ok(read(Some(newest), false)),
-                    None => Ok(read(Some(closed), true)),
-                }
-            }
-            _ => Err(StoreError::Unavailable(format!(
-                "lock {:?}: its hint names generation {from}, which is gone, and listing its \
-                 parameters found nothing as new (a partial listing, or parameters deleted \
-                 by hand); nothing is decided on it",
-                lock_name.as_str()
-            ))),
-        }
+        Err(StoreError::Unavailable(format!(
+            "lock {:?}: its hint names generation {from}, which is gone, and listing its \
+             parameters found nothing as new (a partial listing, or parameters deleted \
+             by hand); nothing is decided on it",
+            lock_name.as_str()
+        )))
     }
 
     /// The newest a probe found, or a listing's newer one. A generation that
@@ -121,44 +103,5 @@ impl SsmDocuments {
             Some(listed) if listed.envelope.generation > found.envelope.generation => listed,
             _ => found,
         })
-    }
-
-    /// The newest closed version in the hint's history (SSM keeps its last
-    /// 100 versions), if any.
-    async fn newest_closed_hint(&self, lock_name: &LockName) -> Result<Option<Found>, StoreError> {
-        let name = self.current_name(lock_name);
-        let mut newest: Option<Found> = None;
-        let mut next_token = None;
-        loop {
-            let page = self
-                .client
-                .get_parameter_history()
-                .name(&name)
-                .set_next_token(next_token)
-                .send()
-                .await
-                .map_err(|error| classify("GetParameterHistory", error))?;
-            for version in page.parameters() {
-                let envelope = envelope_of(version.name(), version.value())?;
-                let modified_at = version
-                    .last_modified_date()
-                    .and_then(|d| d.to_millis().ok());
-                if let (true, Some(modified_at)) = (envelope.closed, modified_at) {
-                    if newest
-                        .as_ref()
-                        .is_none_or(|n| n.envelope.generation < envelope.generation)
-                    {
-                        newest = Some(Found {
-                            envelope,
-                            modified_at,
-                        });
-                    }
-                }
-            }
-            match page.next_token {
-                Some(token) => next_token = Some(token),
-                None => return Ok(newest),
-            }
-        }
     }
 }

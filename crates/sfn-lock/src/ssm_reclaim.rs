@@ -1,26 +1,26 @@
-//! Reclaiming the parameters of SSM locks nobody uses (issue 23: standard
-//! parameters are limited to 10,000 per account and Region, shared with
-//! everything else in it).
+//! Trimming SSM locks nobody changes any more (issue 23: standard parameters
+//! are limited to 10,000 per account and Region, shared with everything else
+//! in it).
 //!
-//! A lock free and unchanged for [`RECLAIM_AFTER_MILLIS`] of SSM's time is
-//! reclaimed in two steps, by the scheduled sweep (`reconcile.rs`):
-//! 1. **Close:** a tombstone is created as its next generation, like any
-//!    change: of all writers that read the same generation, one creates the
-//!    next, so a writer racing the sweep either wins (the lock is in use
-//!    again) or builds on the tombstone. `current` repeats it.
-//! 2. **Empty:** once the tombstone is the newest for as long again,
-//!    `current` is written with it once more and every generation up to
-//!    and including it is deleted. Only `current` stays: one parameter per
-//!    idle lock name. A reader finds the tombstone there (`ssm_read.rs`)
-//!    and the next change creates the generation after it.
+//! Writers delete old generations only before their own create, so a lock's
+//! last change leaves behind the generations superseded in the five minutes
+//! before it, and a create that landed late beside the chain (not answered
+//! for) stays below the oldest one kept. The scheduled sweep (`reconcile.rs`)
+//! trims each lock whose newest generation is older than
+//! [`RECLAIM_AFTER_MILLIS`] of SSM's time: every generation below the newest
+//! goes, found by listing the lock's folder. The newest and `current` stay:
+//! two parameters per idle lock name, whoever holds it.
 //!
-//! Why deleting the newest generation is safe here: a writer that read a
-//! generation before the tombstone and creates its successor late lands more
-//! than [`RECLAIM_AFTER_MILLIS`] after its read, beyond the write window, and
-//! is not answered for; one that read the tombstone creates the generation
-//! after it, which nothing deletes. Nothing here reads a caller's clock.
+//! Why this is safe: the deletion rule (`ssm_generations.rs`) lets a
+//! generation go once a newer one existed more than five minutes before the
+//! deleting read, and the newest generation existed at its
+//! `LastModifiedDate`, more than that before this read. A writer that read
+//! an older generation and creates its successor after the deletion lands
+//! beyond the write window and is not answered for; the newest is never
+//! deleted, so a writer that read it creates the generation after it, as
+//! always. Nothing here reads a caller's clock.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tracing::{info, warn};
@@ -29,33 +29,43 @@ use crate::document_store::Documents;
 use crate::error::{classify, StoreError};
 use crate::listing_pace;
 use crate::model::LockName;
+use crate::service_clock::ServiceDate;
 use crate::ssm::SsmDocuments;
 use crate::ssm_generations::{KEEP_SUPERSEDED_MILLIS, WRITE_WINDOW_MILLIS};
-use crate::ssm_window::SsmRead;
+use crate::ssm_window::no_date;
 use crate::store_names::decode_name;
 
-/// How long a lock stays free and unchanged before each step.
+/// How long a lock's newest generation must be unchanged before its older
+/// ones are trimmed: the keep time, and the write window besides.
 pub const RECLAIM_AFTER_MILLIS: i64 = KEEP_SUPERSEDED_MILLIS + WRITE_WINDOW_MILLIS;
 
-/// What one reclaim pass did.
+/// What one trimming pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reclaimed {
-    /// Lock names read.
+    /// Locks read (the listing showed old generations to trim).
     pub looked_at: usize,
-    /// Tombstones created (step 1).
-    pub closed: usize,
-    /// Locks left with `current` alone (step 2).
-    pub emptied: usize,
-    /// Locks whose read or write failed (logged); the next pass tries again.
+    /// Locks trimmed to their newest generation and `current`.
+    pub trimmed: usize,
+    /// Generations deleted.
+    pub deleted: usize,
+    /// Locks whose read or deletion failed (logged); the next pass tries again.
     pub failed: usize,
-    /// More lock names than the pass looked at may exist.
+    /// More locks than the pass looked at may need trimming.
     pub truncated: bool,
+}
+
+/// A lock folder as the listing shows it.
+#[derive(Default)]
+struct Seen {
+    generations: usize,
+    /// Every generation seen was older than the wait, by the page's `Date`.
+    all_old: bool,
 }
 
 impl SsmDocuments {
     pub(crate) async fn reclaim_idle(&self, max: usize) -> Result<Reclaimed, StoreError> {
-        let (names, truncated) = self.with_generations(max).await?;
+        let (names, truncated) = self.trimmable(max).await?;
         let mut done = Reclaimed {
             truncated,
             ..Reclaimed::default()
@@ -63,12 +73,14 @@ impl SsmDocuments {
         for name in names {
             done.looked_at += 1;
             self.before_listing_read().await;
-            match self.reclaim_one(&name).await {
-                Ok(Some(Step::Closed)) => done.closed += 1,
-                Ok(Some(Step::Emptied)) => done.emptied += 1,
-                Ok(None) => {}
+            match self.trim(&name).await {
+                Ok(0) => {}
+                Ok(deleted) => {
+                    done.trimmed += 1;
+                    done.deleted += deleted;
+                }
                 Err(error) => {
-                    warn!(lock_name = name.as_str(), error = %error, "could not reclaim an idle lock");
+                    warn!(lock_name = name.as_str(), error = %error, "could not trim an idle lock");
                     done.failed += 1;
                 }
             }
@@ -76,65 +88,72 @@ impl SsmDocuments {
         Ok(done)
     }
 
-    async fn reclaim_one(&self, lock_name: &LockName) -> Result<Option<Step>, StoreError> {
+    /// Deletes every generation below the newest, if the newest is old
+    /// enough; how many it deleted.
+    async fn trim(&self, lock_name: &LockName) -> Result<usize, StoreError> {
         let read = self.read_newest(lock_name).await?;
-        let Some(envelope) = &read.envelope else {
-            return Ok(None);
+        let Some(newest) = &read.envelope else {
+            return Ok(0);
         };
-        if read.gone || !envelope.lock.holders.is_empty() || !idle(&read) {
-            return Ok(None);
+        if read.read_at - read.modified_at <= RECLAIM_AFTER_MILLIS {
+            return Ok(0);
         }
-        if !envelope.closed {
-            let closed = self
-                .create_next(lock_name, &read, &envelope.lock, true)
-                .await?;
-            if closed {
-                info!(
-                    lock_name = lock_name.as_str(),
-                    generation = envelope.generation + 1,
-                    "closed an idle lock: its generations go after the next wait"
-                );
-            }
-            return Ok(closed.then_some(Step::Closed));
+        let prefix = format!("{}/", self.lock_path(lock_name));
+        let older: Vec<String> = self
+            .parameters_under(&self.lock_path(lock_name))
+            .await?
+            .iter()
+            .filter_map(|parameter| parameter.name())
+            .filter(|name| {
+                name.strip_prefix(&prefix)
+                    .and_then(|last| last.parse::<u64>().ok())
+                    .is_some_and(|generation| generation < newest.generation)
+            })
+            .map(str::to_string)
+            .collect();
+        for batch in older.chunks(10) {
+            self.client
+                .delete_parameters()
+                .set_names(Some(batch.to_vec()))
+                .send()
+                .await
+                .map_err(|error| classify("DeleteParameters", error))?;
         }
-        // `current` holds the tombstone before any generation goes: a
-        // reader never finds a hint naming a deleted, open generation.
-        let value = serde_json::to_string(envelope)
-            .map_err(|error| StoreError::Unavailable(format!("lock document: {error}")))?;
-        self.put(self.current_name(lock_name), value, true).await?;
-        let all = envelope.tail..envelope.generation + 1;
-        if !self.delete_generations(lock_name, all).await {
-            return Err(StoreError::Unavailable(
-                "DeleteParameters failed; the next pass tries again".into(),
-            ));
+        if !older.is_empty() {
+            info!(
+                lock_name = lock_name.as_str(),
+                generation = newest.generation,
+                deleted = older.len(),
+                "trimmed an idle lock to its newest generation and current"
+            );
         }
-        info!(
-            lock_name = lock_name.as_str(),
-            generation = envelope.generation,
-            "emptied an idle lock: only its current parameter stays"
-        );
-        Ok(Some(Step::Emptied))
+        Ok(older.len())
     }
-}
 
-impl SsmDocuments {
-    /// Up to `max` lock names that still have a generation (an emptied lock
-    /// has `current` alone and is passed over, so each pass gets further),
-    /// listed as the operators' listing is: paced, 10 parameters a page.
-    async fn with_generations(&self, max: usize) -> Result<(Vec<LockName>, bool), StoreError> {
-        let mut names = BTreeSet::new();
+    /// Up to `max` lock names the listing shows with more than one
+    /// generation, all older than the wait: a trimmed lock (one generation)
+    /// and a busy one are passed over, so each pass gets further. Paced as
+    /// the operators' listing is.
+    async fn trimmable(&self, max: usize) -> Result<(Vec<LockName>, bool), StoreError> {
+        let mut seen: BTreeMap<LockName, Seen> = BTreeMap::new();
         let mut next_token = None;
         loop {
             listing_pace::turn(1).await;
+            let date = ServiceDate::default();
             let page = self
                 .client
                 .get_parameters_by_path()
                 .path(&self.path)
                 .recursive(true)
                 .set_next_token(next_token)
+                .customize()
+                .interceptor(date.clone())
                 .send()
                 .await
                 .map_err(|error| classify("GetParametersByPath", error))?;
+            let now = date
+                .millis()
+                .ok_or_else(|| no_date("GetParametersByPath"))?;
             for parameter in page.parameters() {
                 let Some((folder, last)) = parameter
                     .name()
@@ -143,29 +162,40 @@ impl SsmDocuments {
                 else {
                     continue;
                 };
-                let name = decode_name(folder).and_then(|name| LockName::new(name).ok());
-                if let (Some(name), false) = (name, last == "current" || last.contains('/')) {
-                    names.insert(name);
-                    if names.len() > max {
-                        names.pop_last();
-                        return Ok((names.into_iter().collect(), true));
-                    }
+                let Some(name) = decode_name(folder).and_then(|name| LockName::new(name).ok())
+                else {
+                    continue;
+                };
+                if last.parse::<u64>().is_err() {
+                    continue;
                 }
+                let old = parameter
+                    .last_modified_date()
+                    .and_then(|date| date.to_millis().ok())
+                    .is_some_and(|at| now - at > RECLAIM_AFTER_MILLIS);
+                let entry = seen.entry(name).or_insert(Seen {
+                    generations: 0,
+                    all_old: true,
+                });
+                entry.generations += 1;
+                entry.all_old &= old;
             }
+            let ready = seen
+                .values()
+                .filter(|s| s.generations > 1 && s.all_old)
+                .count();
             match page.next_token {
-                Some(token) => next_token = Some(token),
-                None => return Ok((names.into_iter().collect(), false)),
+                Some(token) if ready <= max => next_token = Some(token),
+                rest => {
+                    let names: Vec<LockName> = seen
+                        .into_iter()
+                        .filter(|(_, s)| s.generations > 1 && s.all_old)
+                        .map(|(name, _)| name)
+                        .collect();
+                    let truncated = rest.is_some() || names.len() > max;
+                    return Ok((names.into_iter().take(max).collect(), truncated));
+                }
             }
         }
     }
-}
-
-enum Step {
-    Closed,
-    Emptied,
-}
-
-/// Free and unchanged long enough, by SSM's clock.
-fn idle(read: &SsmRead) -> bool {
-    read.read_at - read.modified_at > RECLAIM_AFTER_MILLIS
 }

@@ -16,8 +16,6 @@ pub struct SsmRead {
     pub(crate) envelope: Option<Envelope>,
     pub(crate) modified_at: i64,
     pub(crate) read_at: i64,
-    /// The generation read is gone: a tombstone kept only in `current`.
-    pub(crate) gone: bool,
 }
 
 pub(crate) fn no_date(call: &str) -> StoreError {

@@ -160,8 +160,8 @@ pub use crate::ssm_reclaim::Reclaimed;
 #[serde(rename_all = "camelCase")]
 pub struct Reclaimed {
     pub looked_at: usize,
-    pub closed: usize,
-    pub emptied: usize,
+    pub trimmed: usize,
+    pub deleted: usize,
     pub failed: usize,
     pub truncated: bool,
 }

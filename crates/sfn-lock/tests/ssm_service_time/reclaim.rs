@@ -1,26 +1,36 @@
-//! An SSM lock nobody uses is reclaimed down to its `current` parameter
-//! (review finding 4: an idle lock kept two generations and `current`
-//! forever, and the account's 10,000 parameters filled up), in two steps
-//! each after seven minutes of SSM's time, and comes back to use as if never
-//! reclaimed: the chain goes on, tokens rise.
+//! An SSM lock nobody changes is trimmed by the sweep to its newest
+//! generation and `current` (review finding 4: an idle lock kept what was
+//! superseded in the five minutes before its last change forever, and the
+//! account's 10,000 parameters filled up), whoever holds it, late forks
+//! below the chain included, and goes on as if never trimmed.
 
-use super::common::ssm::{advance, last_names_under, serial, ssm_store_at};
+use super::common::fault_proxy::generation_create;
+use super::common::ssm::{advance, held_proxy, last_names_under, serial, ssm_store_at};
 use super::common::stores::{granted, lease, owner};
 use super::common::unique;
+use sfn_lock::lambda::sdk_config;
 use sfn_lock::store_names::encode_name;
-use sfn_lock::{AcquireOutcome, EpochMillis, LockName, LockStore};
+use sfn_lock::{AcquireOutcome, EpochMillis, LockName, LockStore, SsmStore};
 
-/// Past the reclaim wait (seven minutes), in seconds.
+/// Past the trim wait (seven minutes), in seconds.
 const IDLE: u64 = 8 * 60;
 
+async fn store_via(endpoint: &str, path: &str) -> SsmStore {
+    let config = aws_sdk_ssm::config::Builder::from(&sdk_config().await)
+        .endpoint_url(endpoint)
+        .build();
+    SsmStore::ssm(aws_sdk_ssm::Client::from_conf(config), path)
+}
+
 #[tokio::test]
-async fn ssm_an_idle_lock_is_reclaimed_to_its_hint_and_used_again() {
+async fn ssm_an_idle_lock_is_trimmed_to_its_newest_generation_and_used_again() {
     let _serial = serial().await;
-    let path = format!("/sfn-lock-test/{}", unique("reclaim"));
+    let path = format!("/sfn-lock-test/{}", unique("trim"));
     let store = ssm_store_at(&path).await;
+    let folder = |name: &LockName| format!("{path}/{}", encode_name(name.as_str()));
     let idle = LockName::new("idle").unwrap();
+    let held = LockName::new("held").unwrap();
     let busy = LockName::new("busy").unwrap();
-    let folder = format!("{path}/{}", encode_name(idle.as_str()));
     let now = EpochMillis::now();
     let first = granted(
         store
@@ -28,96 +38,114 @@ async fn ssm_an_idle_lock_is_reclaimed_to_its_hint_and_used_again() {
             .await
             .unwrap(),
     );
-    let open_hint = current_hint_at(&folder).await;
     store.release(&idle, &owner("arn:a"), now).await.unwrap();
-    granted(
+    // A writer that read generation 2 stalls; its create lands after the
+    // chain's writers deleted 3: a fork below the chain, not answered for.
+    let (url, stalled) = held_proxy(generation_create).await;
+    let late = store_via(&url, &path).await;
+    let writer = {
+        let idle = idle.clone();
+        tokio::spawn(async move { late.acquire(&idle, &owner("arn:w"), lease(60), now).await })
+    };
+    stalled.arrived().await;
+    for _ in 0..6 {
         store
-            .acquire(&busy, &owner("arn:b"), lease(86_400), now)
+            .acquire(&idle, &owner("arn:b"), lease(60), now)
             .await
-            .unwrap(),
-    );
+            .unwrap();
+        store.release(&idle, &owner("arn:b"), now).await.unwrap();
+    }
+    // A holder whose lease ran out long ago, and one that renews.
+    store
+        .acquire(&held, &owner("arn:gone"), lease(1), now)
+        .await
+        .unwrap();
+    store
+        .release(&held, &owner("arn:nobody"), now)
+        .await
+        .unwrap();
+    store
+        .acquire(&busy, &owner("arn:c"), lease(86_400), now)
+        .await
+        .unwrap();
+    store
+        .acquire(&busy, &owner("arn:c"), lease(86_400), now)
+        .await
+        .unwrap();
     let nothing_yet = store.reclaim_idle(100).await.unwrap();
     assert_eq!(
-        (
-            nothing_yet.looked_at,
-            nothing_yet.closed,
-            nothing_yet.emptied
-        ),
-        (2, 0, 0)
+        (nothing_yet.looked_at, nothing_yet.trimmed),
+        (0, 0),
+        "{nothing_yet:?}"
+    );
+    for _ in 0..2 {
+        advance(IDLE);
+        store
+            .acquire(&idle, &owner("arn:b"), lease(60), now)
+            .await
+            .unwrap();
+        store.release(&idle, &owner("arn:b"), now).await.unwrap();
+    }
+    let generation_3 = "00000000000000000003".to_string();
+    assert!(!last_names_under(&folder(&idle))
+        .await
+        .contains(&generation_3));
+    stalled.go();
+    let answer = writer.await.unwrap();
+    assert!(
+        matches!(answer, Ok(AcquireOutcome::Granted(_))),
+        "decided again, on the chain: {answer:?}"
+    );
+    store.release(&idle, &owner("arn:w"), now).await.unwrap();
+    assert!(
+        last_names_under(&folder(&idle))
+            .await
+            .contains(&generation_3),
+        "the late create landed"
     );
 
     advance(IDLE);
-    let closed = store.reclaim_idle(100).await.unwrap();
+    store
+        .acquire(&busy, &owner("arn:c"), lease(86_400), now)
+        .await
+        .unwrap();
+    let trimmed = store.reclaim_idle(100).await.unwrap();
     assert_eq!(
-        (closed.closed, closed.emptied),
-        (1, 0),
-        "the free one only: {closed:?}"
+        (trimmed.trimmed, trimmed.failed),
+        (2, 0),
+        "idle and held, not busy: {trimmed:?}"
+    );
+    for name in [&idle, &held] {
+        let left = last_names_under(&folder(name)).await;
+        assert_eq!(left.len(), 2, "{name:?}: the newest and current: {left:?}");
+        assert!(left.contains(&"current".to_string()), "{left:?}");
+    }
+    assert!(
+        last_names_under(&folder(&busy)).await.len() > 2,
+        "a lock in use keeps its chain"
     );
     let again = store.reclaim_idle(100).await.unwrap();
     assert_eq!(
-        (again.closed, again.emptied),
-        (0, 0),
-        "the tombstone waits too"
-    );
-    advance(IDLE);
-    let emptied = store.reclaim_idle(100).await.unwrap();
-    assert_eq!((emptied.closed, emptied.emptied, emptied.failed), (0, 1, 0));
-    assert_eq!(last_names_under(&folder).await, ["current"]);
-    let busy_folder = format!("{path}/{}", encode_name(busy.as_str()));
-    assert!(
-        last_names_under(&busy_folder).await.len() > 1,
-        "a held lock keeps its chain"
+        again.looked_at, 0,
+        "a trimmed lock is passed over: {again:?}"
     );
 
-    // A hint written late, by a writer that stalled after its create, over
-    // the tombstone: the hint's history still finds the tombstone.
-    set_hint_at(&folder, &open_hint).await;
     let back = granted(
         store
-            .acquire(&idle, &owner("arn:c"), lease(60), now)
+            .acquire(&idle, &owner("arn:d"), lease(60), now)
             .await
             .unwrap(),
     );
     assert!(
         back.fencing_token > first.fencing_token,
-        "tokens rise across a reclaim"
+        "tokens rise across a trim"
     );
     let taken = store
-        .acquire(&idle, &owner("arn:d"), lease(60), now)
+        .acquire(&idle, &owner("arn:e"), lease(60), now)
         .await
         .unwrap();
     assert!(
-        matches!(&taken, AcquireOutcome::Held(c) if c.holders[0].owner == "arn:c"),
+        matches!(&taken, AcquireOutcome::Held(c) if c.holders[0].owner == "arn:d"),
         "{taken:?}"
     );
-    let names = last_names_under(&folder).await;
-    assert_eq!(
-        names.len(),
-        2,
-        "current and the generation after the tombstone: {names:?}"
-    );
-}
-
-async fn current_hint_at(folder: &str) -> String {
-    let client = aws_sdk_ssm::Client::new(&sfn_lock::lambda::sdk_config().await);
-    let got = client
-        .get_parameter()
-        .name(format!("{folder}/current"))
-        .send()
-        .await
-        .unwrap();
-    got.parameter().and_then(|p| p.value()).unwrap().to_string()
-}
-
-async fn set_hint_at(folder: &str, value: &str) {
-    let client = aws_sdk_ssm::Client::new(&sfn_lock::lambda::sdk_config().await);
-    client
-        .put_parameter()
-        .name(format!("{folder}/current"))
-        .value(value)
-        .overwrite(true)
-        .r#type(aws_sdk_ssm::types::ParameterType::String)
-        .send()
-        .await
-        .unwrap();
 }
