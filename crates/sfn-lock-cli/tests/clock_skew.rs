@@ -1,5 +1,5 @@
 //! `sfn-lock run` measures this host's clock against the store's own `Date`
-//! before it takes a lock, and refuses beyond its bound (5 s). The binary
+//! before it takes a lock, and refuses beyond its bound (4 s). The binary
 //! runs against the local stack; only the `Date` of the answers is moved, by
 //! a proxy in front of the server (support/date_proxy.rs). Run under
 //! scripts/local-stack.sh.
@@ -80,16 +80,20 @@ fn a_clock_beyond_the_bound_is_refused_on_every_store_and_nothing_is_written() {
         // Status 1 even with -x: a wrong clock is no "lock not obtained".
         assert_eq!(out.status.code(), Some(1), "{store} {shift}: {stderr}");
         assert!(!ran.exists(), "{store}: COMMAND never ran");
-        // One call reached the store, the read: nothing was written.
+        // Only the read reached the store (up to three times, for a
+        // tighter measurement): nothing was written.
         let requests = proxy.requests();
-        assert_eq!(requests.len(), 1, "{store}: {requests:?}");
-        assert!(requests[0].contains(read), "{store}: {requests:?}");
-        assert_eq!(proxy.rewritten(), 1, "{store}");
+        assert!((1..=3).contains(&requests.len()), "{store}: {requests:?}");
+        assert!(
+            requests.iter().all(|r| r.contains(read)),
+            "{store}: {requests:?}"
+        );
+        assert_eq!(proxy.rewritten(), requests.len(), "{store}");
 
         let json = clock_line(&stderr);
         assert_eq!(json["decision"], "refused", "{json}");
         assert_eq!(json["store"], store.as_str(), "{json}");
-        assert_eq!(json["boundMillis"], 5000, "{json}");
+        assert_eq!(json["boundMillis"], 4000, "{json}");
         let ahead = json["hostAheadMillis"].as_i64().unwrap();
         assert!(
             (ahead + shift * 1000).abs() < 10_000,
@@ -100,7 +104,7 @@ fn a_clock_beyond_the_bound_is_refused_on_every_store_and_nothing_is_written() {
         let direction = if shift > 0 { "behind" } else { "ahead" };
         let said = seconds_said(line, direction);
         assert!((said - shift.abs() as f64).abs() < 10.0, "{line}");
-        for part in [store.as_str(), "5 s", "NTP"] {
+        for part in [store.as_str(), "4 s", "NTP"] {
             assert!(line.contains(part), "{part:?} in {line}");
         }
 

@@ -29,6 +29,12 @@ pub trait Documents: Send + Sync {
     /// the rule; nothing is read or written.
     fn check_name(&self, lock_name: &LockName) -> Result<(), StoreError>;
 
+    /// Refuses a name this store cannot grant (a grant may need longer
+    /// names than a release or a read); by default as [`Documents::check_name`].
+    fn check_grant_name(&self, lock_name: &LockName) -> Result<(), StoreError> {
+        self.check_name(lock_name)
+    }
+
     /// The lock's newest document and its version; `None` if it has none.
     /// An answer given without a write (contention, `not_held`) rests on
     /// this read alone, so it must be the newest version the store knows of
@@ -224,7 +230,7 @@ impl<D: Documents> LockStore for DocumentStore<D> {
         limit: Limit,
         now: EpochMillis,
     ) -> Result<AcquireOutcome, StoreError> {
-        self.documents.check_name(lock_name)?;
+        self.documents.check_grant_name(lock_name)?;
         let mut marked = None;
         for round in 1..=MAX_ROUNDS {
             let read = self.documents.read(lock_name).await?;

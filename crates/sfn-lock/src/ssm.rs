@@ -80,6 +80,37 @@ impl SsmDocuments {
         format!("{}/.owners/{}", self.path, owner_hash(owner.as_str()))
     }
 
+    /// Refuses a lock name whose marker folder, plus `extra` characters and
+    /// at `levels` below the path, SSM could not name.
+    fn check_depth(
+        &self,
+        lock_name: &LockName,
+        extra: usize,
+        levels: usize,
+    ) -> Result<(), StoreError> {
+        let chars = self.path.len()
+            + "/.owners/".len()
+            + OWNER_HASH_DIGITS
+            + 1
+            + encode_name(lock_name.as_str()).len()
+            + extra;
+        let levels = self.path.matches('/').count() + levels;
+        let rule = if chars > MAX_NAME_CHARS {
+            format!(
+                "is too long for this SSM store: encoded under the path it needs a \
+                 {chars}-character parameter name, and this store allows {MAX_NAME_CHARS}"
+            )
+        } else if levels > MAX_LEVELS {
+            format!("cannot be stored under this SSM path: its names would have {levels} levels, SSM allows {MAX_LEVELS}")
+        } else {
+            return Ok(());
+        };
+        Err(StoreError::Refused {
+            field: "lockName".into(),
+            rule,
+        })
+    }
+
     /// Creates the generation after `read` holding `doc`; `false` if another
     /// writer's came first (or it landed too late to answer for).
     pub(crate) async fn create_next(
@@ -150,29 +181,15 @@ impl Documents for SsmDocuments {
     type Version = SsmRead;
 
     fn check_name(&self, lock_name: &LockName) -> Result<(), StoreError> {
-        // The marker's name is the longest and deepest of a lock's names.
-        let chars = self.path.len()
-            + "/.owners/".len()
-            + OWNER_HASH_DIGITS
-            + 1
-            + encode_name(lock_name.as_str()).len()
-            + 1
-            + TOKEN_DIGITS;
-        let levels = self.path.matches('/').count() + 4;
-        let rule = if chars > MAX_NAME_CHARS {
-            format!(
-                "is too long for this SSM store: encoded under the path it needs a \
-                 {chars}-character parameter name, and this store allows {MAX_NAME_CHARS}"
-            )
-        } else if levels > MAX_LEVELS {
-            format!("cannot be stored under this SSM path: its names would have {levels} levels, SSM allows {MAX_LEVELS}")
-        } else {
-            return Ok(());
-        };
-        Err(StoreError::Refused {
-            field: "lockName".into(),
-            rule,
-        })
+        // The folder of the owner's markers for the lock is the longest and
+        // deepest name every call needs (a release, the sweep, a status).
+        self.check_depth(lock_name, 0, 3)
+    }
+
+    fn check_grant_name(&self, lock_name: &LockName) -> Result<(), StoreError> {
+        // A grant's marker adds its token: only a grant needs that name, so
+        // a lock taken before the markers carried tokens can still be freed.
+        self.check_depth(lock_name, 1 + TOKEN_DIGITS, 4)
     }
 
     async fn read(&self, lock_name: &LockName) -> Result<Option<(SsmRead, LockDoc)>, StoreError> {

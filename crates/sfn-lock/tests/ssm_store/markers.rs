@@ -42,3 +42,30 @@ async fn ssm_a_release_and_a_new_grant_never_recreate_a_deleted_marker() {
     assert_eq!(parameters_under(&folder).await, after);
     assert!(store.locks_held_by(&me).await.unwrap().contains(&name));
 }
+
+#[tokio::test]
+async fn ssm_a_name_too_long_for_a_grants_marker_is_refused_at_grant_only() {
+    // Review finding: the token made the marker 21 characters longer; a lock
+    // taken before with a name near the limit could no longer be released.
+    let store = store("ssm").await;
+    let room = 947 - (SSM_PATH.len() + "/.owners/".len() + 32 + 1);
+    let name = (1..2000)
+        .map(|n| "a".repeat(n))
+        .find(|name| encode_name(name).len() > room - 21)
+        .expect("a name just past the grant's limit");
+    assert!(
+        encode_name(&name).len() <= room,
+        "within the release's limit"
+    );
+    let name = sfn_lock::LockName::new(name).expect("within the contract's 1,024 bytes");
+    let me = owner("arn:long");
+    let granted = store
+        .acquire(&name, &me, lease(60), EpochMillis::now())
+        .await;
+    assert_eq!(super::common::stores::refused_field(granted), "lockName");
+    let released = store.release(&name, &me, EpochMillis::now()).await;
+    assert!(
+        matches!(released, Ok(sfn_lock::ReleaseOutcome::NotHeld)),
+        "{released:?}"
+    );
+}
