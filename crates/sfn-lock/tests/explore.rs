@@ -1,0 +1,64 @@
+//! The explorer's bounded run in `make test`: for each store, the seeds that
+//! once failed, then fresh ones until the store's share of the budget is
+//! spent. `make explore` runs it as long as asked (`EXPLORE_SECONDS`).
+
+mod explorer;
+
+use std::time::Duration;
+
+use explorer::stores::Kind;
+
+/// Seeds that once broke an invariant (DESIGN.md, "Exploring interleavings").
+const FAILED_BEFORE: &[(Kind, u64)] = &[];
+
+fn budget() -> Duration {
+    let seconds = std::env::var("EXPLORE_SECONDS")
+        .ok()
+        .and_then(|text| text.parse::<u64>().ok())
+        .unwrap_or(30);
+    Duration::from_secs(seconds)
+}
+
+fn fresh_seed() -> u64 {
+    match std::env::var("EXPLORE_SEED") {
+        Ok(text) => u64::from_str_radix(text.trim_start_matches("0x"), 16)
+            .unwrap_or_else(|_| panic!("EXPLORE_SEED must be hexadecimal, got {text}")),
+        Err(_) => sfn_lock::EpochMillis::now().0 as u64,
+    }
+}
+
+fn explore_store(kind: Kind) {
+    let seeds: Vec<u64> = FAILED_BEFORE
+        .iter()
+        .filter(|(k, _)| *k == kind)
+        .map(|(_, s)| *s)
+        .collect();
+    let only = std::env::var("EXPLORE_STORE").ok();
+    if only
+        .as_deref()
+        .is_some_and(|name| Kind::parse(name) != Some(kind))
+    {
+        return;
+    }
+    let report = explorer::explore(kind, &seeds, fresh_seed(), budget());
+    println!("{}", report.line(kind));
+    if let Some((seed, failure)) = report.failure {
+        let shrunk = explorer::shrink(kind, seed, failure, Duration::from_secs(60));
+        panic!("{}", explorer::describe(kind, seed, &shrunk));
+    }
+}
+
+#[test]
+fn explores_dynamodb() {
+    explore_store(Kind::DynamoDb);
+}
+
+#[test]
+fn explores_s3() {
+    explore_store(Kind::S3);
+}
+
+#[test]
+fn explores_ssm() {
+    explore_store(Kind::Ssm);
+}

@@ -1,0 +1,191 @@
+//! What may happen to one request, and doing it: the faults.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_types::date_time::{DateTime, Format};
+use serde_json::Value;
+
+use super::draws::Draws;
+use super::tokens::Tokens;
+use super::wire::{forward, throttled, Answer, Parked};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Lands and is answered.
+    Land,
+    /// Lands; the answer never arrives (the SDK retries).
+    AnswerLost,
+    /// Never reaches the service (connection refused or reset first).
+    FailsBefore,
+    /// Answered "throttled" without landing.
+    Throttled,
+    /// The caller's process dies before the request is sent.
+    CrashBefore,
+    /// The request lands; the caller's process dies before the answer.
+    CrashAfter,
+    /// A listing page answered with fewer items than exist (SSM's
+    /// `GetParametersByPath` is documented to return "between zero and
+    /// MaxResults"), with a token to read on.
+    ShortPage,
+}
+
+impl Fate {
+    pub fn draw(draws: &mut Draws) -> Fate {
+        match draws.below(100) {
+            0..=79 => Fate::Land,
+            80..=85 => Fate::AnswerLost,
+            86..=89 => Fate::FailsBefore,
+            90..=93 => Fate::Throttled,
+            94..=95 => Fate::CrashBefore,
+            96..=97 => Fate::CrashAfter,
+            _ => Fate::ShortPage,
+        }
+    }
+
+    pub fn lands(self) -> bool {
+        matches!(
+            self,
+            Fate::Land | Fate::AnswerLost | Fate::CrashAfter | Fate::ShortPage
+        )
+    }
+}
+
+/// Listing continuations the explorer handed out: token → (the server's own
+/// token to go on from, the names already returned).
+#[derive(Debug, Default)]
+pub struct Continuations {
+    next: u64,
+    pending: BTreeMap<String, (Option<String>, BTreeSet<String>)>,
+}
+
+/// Carries out `fate` for `parked`; the answer's description for the trace.
+pub fn carry_out(
+    mut parked: Parked,
+    fate: Fate,
+    store_now: i64,
+    tokens: &mut Tokens,
+    continuations: &mut Continuations,
+    draws: &mut Draws,
+) -> String {
+    match fate {
+        Fate::FailsBefore | Fate::CrashBefore => {
+            parked.answer(Err(ConnectorError::io(
+                "connection reset before sending".into(),
+            )));
+            return "did not land".into();
+        }
+        Fate::Throttled => {
+            let answer = throttled(&parked);
+            parked.answer(answer.into_response());
+            return "throttled".into();
+        }
+        _ => {}
+    }
+    let resumed = resume(&mut parked, continuations);
+    let mut answer = if parked.is_sfn() {
+        tokens.land(&parked)
+    } else {
+        match forward(&parked) {
+            Ok(answer) => answer,
+            Err(error) => panic!("{error}"),
+        }
+    };
+    if parked.is_ssm() {
+        // The SSM store reads the service's clock from this header.
+        let date = DateTime::from_millis(store_now)
+            .fmt(Format::HttpDate)
+            .unwrap_or_default();
+        answer.set_header("date", date);
+    }
+    if let Some(seen) = &resumed {
+        drop_seen(&mut answer, seen);
+    }
+    let mut note = format!("{}", answer.status);
+    if fate == Fate::ShortPage && is_listing(&parked) && answer.status == 200 {
+        note = shorten(
+            &mut answer,
+            resumed.unwrap_or_default(),
+            continuations,
+            draws,
+        );
+    }
+    match fate {
+        Fate::AnswerLost | Fate::CrashAfter => {
+            parked.answer(Err(ConnectorError::timeout("the answer was lost".into())));
+            format!("landed ({note}), answer lost")
+        }
+        _ => {
+            parked.answer(answer.into_response());
+            format!("answered {note}")
+        }
+    }
+}
+
+fn is_listing(parked: &Parked) -> bool {
+    parked.target() == Some("AmazonSSM.GetParametersByPath")
+}
+
+/// A request that carries one of our tokens goes to the server with the
+/// server's own; the names to leave out are returned.
+fn resume(parked: &mut Parked, continuations: &mut Continuations) -> Option<BTreeSet<String>> {
+    if !is_listing(parked) {
+        return None;
+    }
+    let mut body: Value = serde_json::from_slice(&parked.body).ok()?;
+    let token = body["NextToken"].as_str()?.to_owned();
+    let (server_token, seen) = continuations.pending.remove(&token)?;
+    match server_token {
+        Some(server_token) => body["NextToken"] = Value::String(server_token),
+        None => {
+            if let Some(object) = body.as_object_mut() {
+                object.remove("NextToken");
+            }
+        }
+    }
+    parked.body = serde_json::to_vec(&body).ok()?;
+    Some(seen)
+}
+
+fn drop_seen(answer: &mut Answer, seen: &BTreeSet<String>) {
+    let Ok(mut body) = serde_json::from_slice::<Value>(&answer.body) else {
+        return;
+    };
+    if let Some(items) = body["Parameters"].as_array_mut() {
+        items.retain(|item| {
+            !item["Name"]
+                .as_str()
+                .is_some_and(|name| seen.contains(name))
+        });
+    }
+    answer.body = serde_json::to_vec(&body).unwrap_or_default();
+}
+
+/// Keeps a drawn number of the page's items and hands out a token for the rest.
+fn shorten(
+    answer: &mut Answer,
+    mut seen: BTreeSet<String>,
+    continuations: &mut Continuations,
+    draws: &mut Draws,
+) -> String {
+    let Ok(mut body) = serde_json::from_slice::<Value>(&answer.body) else {
+        return "200".into();
+    };
+    let items = body["Parameters"].as_array().cloned().unwrap_or_default();
+    let keep = draws.below(items.len() as u64 + 1) as usize;
+    seen.extend(
+        items[..keep]
+            .iter()
+            .filter_map(|item| item["Name"].as_str().map(str::to_owned)),
+    );
+    continuations.next += 1;
+    let ours = format!("explorer-{}", continuations.next);
+    let server_token = body["NextToken"].as_str().map(str::to_owned);
+    continuations
+        .pending
+        .insert(ours.clone(), (server_token, seen));
+    body["Parameters"] = Value::Array(items[..keep].to_vec());
+    body["NextToken"] = Value::String(ours);
+    answer.body = serde_json::to_vec(&body).unwrap_or_default();
+    format!("200, short page: {keep} of {} items", items.len())
+}

@@ -1,0 +1,393 @@
+//! One run: callers drawn from a seed, then step after step the scheduler
+//! lets every caller run until it waits on the wire, picks one parked request
+//! and its fate (or lets time pass), and checks the invariants. After
+//! `FAULT_STEPS` steps the faults stop and the run must end with every caller
+//! done within `LIVENESS_MS`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use sfn_lock::cleanup::Sweeper;
+use sfn_lock::sweep_policy::SweepPolicy;
+use sfn_lock::{AnyStore, LeaseSeconds, LockName, Locker};
+use tokio::task::JoinHandle;
+
+use super::callers::{Caller, GRACE_SECONDS};
+use super::checks;
+use super::draws::Draws;
+use super::fates::{carry_out, Continuations, Fate};
+use super::ports::{World, MACHINE};
+use super::stores::{self, Kind};
+use super::tokens::Tokens;
+use super::wire::Wire;
+
+pub const FAULT_STEPS: usize = 60;
+pub const MAX_STEPS: usize = 3_000;
+/// After the faults stop, every caller is done within this much store time:
+/// the longest lease, the longest wait, a reconciler period and the grace.
+pub const LIVENESS_MS: i64 = 20 * 60_000;
+pub const RECONCILE_EVERY_MS: i64 = 60_000;
+const RECONCILER: usize = 1_000;
+const SWEEPS: usize = 2_000;
+/// A stall: how far the store's clock moves while the parked requests wait.
+const STALLS_MS: [i64; 7] = [
+    5_000, 40_000, 180_000, 360_000, 1_200_000, 7_200_000, 86_400_000,
+];
+
+pub type Answered<T> = JoinHandle<Result<T, sfn_lock::LockError>>;
+
+pub enum Op {
+    Acquire(Answered<sfn_lock::AcquireAnswer>),
+    Release {
+        handle: Answered<sfn_lock::ReleaseResponse>,
+        /// The caller's grant was in the store, live, when the release began.
+        held_at_start: bool,
+    },
+    Reconcile(Answered<sfn_lock::reconcile::ReconcileReport>),
+    Sweep(Answered<sfn_lock::cleanup::SweepReport>),
+}
+
+impl Op {
+    fn is_finished(&self) -> bool {
+        match self {
+            Op::Acquire(h) => h.is_finished(),
+            Op::Release { handle, .. } => handle.is_finished(),
+            Op::Reconcile(h) => h.is_finished(),
+            Op::Sweep(h) => h.is_finished(),
+        }
+    }
+
+    pub fn abort(&self) {
+        match self {
+            Op::Acquire(h) => h.abort(),
+            Op::Release { handle, .. } => handle.abort(),
+            Op::Reconcile(h) => h.abort(),
+            Op::Sweep(h) => h.abort(),
+        }
+    }
+}
+
+/// A broken invariant, with the run's trace and its draws (to replay or shrink).
+#[derive(Debug)]
+pub struct Failure {
+    pub invariant: String,
+    pub trace: Vec<String>,
+    pub record: Vec<u64>,
+}
+
+impl Failure {
+    /// The invariant's name: what a shrunk run must still break.
+    pub fn kind(&self) -> &str {
+        self.invariant.split(':').next().unwrap_or("")
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stats {
+    pub steps: usize,
+    pub requests: usize,
+}
+
+pub struct Run {
+    pub kind: Kind,
+    pub start: i64,
+    pub now: i64,
+    pub draws: Draws,
+    pub wire: Wire,
+    pub tokens: Tokens,
+    pub world: World,
+    pub locker: Arc<Locker<AnyStore>>,
+    pub sweeper: Arc<Sweeper<AnyStore, World, World>>,
+    pub direct: AnyStore,
+    pub locks: Vec<(LockName, u32)>,
+    pub callers: Vec<Caller>,
+    pub ops: BTreeMap<usize, Op>,
+    pub sweeps_due: Vec<(i64, String)>,
+    pub next_reconcile: i64,
+    pub trace: Vec<String>,
+    pub rising: checks::Tokens,
+    pub continuations: Continuations,
+    pub stats: Stats,
+    /// A sweep or reconciler request landed since (for the release check).
+    pub system_landings: usize,
+    pub sweeps_started: usize,
+}
+
+impl Run {
+    pub async fn new(kind: Kind, seed: u64, replay: Option<Vec<u64>>) -> Run {
+        let mut draws = match replay {
+            Some(record) => Draws::replaying(seed, record),
+            None => Draws::from_seed(seed),
+        };
+        let wire = Wire::default();
+        let run_id = format!("x{seed:x}-{}", unique());
+        let sdk = stores::sdk(wire.client()).await;
+        let store = stores::build(kind, &sdk, &run_id);
+        let direct = stores::build(kind, &stores::direct_sdk().await, &run_id);
+        let lease = LeaseSeconds::new("leaseSeconds", 60).unwrap_or_else(|e| panic!("{e}"));
+        let world = World::default();
+        let policy = SweepPolicy::from_lookup(|name| match name {
+            "SWEPT_STATE_MACHINE_ARNS" => Some(MACHINE.to_owned()),
+            "SWEEP_GRACE_SECONDS" => Some(GRACE_SECONDS.to_string()),
+            _ => None,
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let start = sfn_lock::EpochMillis::now().0;
+        // Contention is the point: half the locks are semaphores, and there
+        // are always more callers than permits.
+        let limits = [1 + draws.below(2) as u32 * (1 + draws.below(2) as u32), 1];
+        let lock_count = if draws.chance(25) { 2 } else { 1 };
+        let locks = (0..lock_count)
+            .map(|index| {
+                let name =
+                    LockName::new(format!("{run_id}-{index}")).unwrap_or_else(|e| panic!("{e}"));
+                (name, limits[index])
+            })
+            .collect();
+        let count = limits[0] as usize + 1 + draws.below(3) as usize;
+        let callers = (0..count)
+            .map(|id| Caller::draw(id, &run_id, start, lock_count, kind.queues(), &mut draws))
+            .collect();
+        Run {
+            kind,
+            start,
+            now: start,
+            draws,
+            wire,
+            tokens: Tokens::default(),
+            locker: Arc::new(Locker::new(store.clone(), lease)),
+            sweeper: Arc::new(Sweeper {
+                store,
+                executions: world.clone(),
+                requeue: Some(world.clone()),
+                policy,
+            }),
+            world,
+            direct,
+            locks,
+            callers,
+            ops: BTreeMap::new(),
+            sweeps_due: Vec::new(),
+            next_reconcile: start + RECONCILE_EVERY_MS,
+            trace: Vec::new(),
+            rising: checks::Tokens::default(),
+            continuations: Continuations::default(),
+            stats: Stats::default(),
+            system_landings: 0,
+            sweeps_started: 0,
+        }
+    }
+
+    pub fn note(&mut self, who: usize, text: impl AsRef<str>) {
+        let at = (self.now - self.start) as f64 / 1000.0;
+        let who = match who {
+            RECONCILER => "reconciler".to_owned(),
+            id if id >= SWEEPS => format!("sweep{}", id - SWEEPS),
+            id => format!("c{id}"),
+        };
+        self.trace
+            .push(format!("t+{at:>9.1}s {who:>10}  {}", text.as_ref()));
+    }
+
+    pub fn fail(&mut self, invariant: String) -> Failure {
+        Failure {
+            invariant,
+            trace: std::mem::take(&mut self.trace),
+            record: self.draws.record.clone(),
+        }
+    }
+
+    pub async fn go(mut self) -> Result<Stats, Failure> {
+        let mut quiet_since = None;
+        loop {
+            self.settle().await?;
+            self.harvest().await?;
+            if self.start_due().await? {
+                continue;
+            }
+            for lock in 0..self.locks.len() {
+                checks::limit(&self.callers, lock, self.locks[lock].1, self.now)
+                    .map_err(|e| self.fail(e))?;
+            }
+            let faulty = self.stats.steps < FAULT_STEPS;
+            if !faulty && quiet_since.is_none() {
+                quiet_since = Some(self.now);
+                self.note(usize::MAX - 1, "— faults stop —");
+            }
+            if let Some(since) = quiet_since {
+                if self.now - since > LIVENESS_MS {
+                    let waiting = self.still_waiting();
+                    return Err(self.fail(format!(
+                        "liveness: callers not done {} min after the faults stopped: {waiting}",
+                        LIVENESS_MS / 60_000
+                    )));
+                }
+            }
+            if self.stats.steps > MAX_STEPS {
+                return Err(self.fail("steps: the run did not end".into()));
+            }
+            let mut parked = self.wire.take_all();
+            if parked.is_empty() {
+                match self.next_timer() {
+                    Some(at) => self.advance_to(at),
+                    None => return Ok(self.stats),
+                }
+                continue;
+            }
+            self.stats.steps += 1;
+            if faulty && self.draws.chance(3) {
+                let stall = STALLS_MS[self.draws.below(STALLS_MS.len() as u64) as usize];
+                self.wire.put_back(parked);
+                self.note(
+                    usize::MAX - 1,
+                    format!(
+                        "— {} s pass while {} request(s) wait —",
+                        stall / 1000,
+                        self.wire.parked_callers().len()
+                    ),
+                );
+                self.advance_to(self.now + stall);
+                continue;
+            }
+            if faulty && self.draws.chance(2) {
+                self.wire.put_back(parked);
+                self.abort_one();
+                continue;
+            }
+            let chosen = parked.remove(self.draws.below(parked.len() as u64) as usize);
+            self.wire.put_back(parked);
+            let fate = if faulty {
+                Fate::draw(&mut self.draws)
+            } else {
+                Fate::Land
+            };
+            self.deliver(chosen, fate).await?;
+        }
+    }
+
+    async fn deliver(&mut self, parked: super::wire::Parked, fate: Fate) -> Result<(), Failure> {
+        let (who, label) = (parked.caller, parked.label());
+        if matches!(fate, Fate::CrashBefore | Fate::CrashAfter) {
+            if let Some(op) = self.ops.get(&who) {
+                op.abort();
+            }
+        }
+        if fate.lands() {
+            self.stats.requests += 1;
+            if who >= RECONCILER {
+                self.system_landings += 1;
+            }
+            if self.kind == Kind::Ssm {
+                self.sync_ssm_clock();
+            }
+        }
+        let now = self.now;
+        let answer = carry_out(
+            parked,
+            fate,
+            now,
+            &mut self.tokens,
+            &mut self.continuations,
+            &mut self.draws,
+        );
+        let crash = match fate {
+            Fate::CrashBefore | Fate::CrashAfter => "; the caller's process dies",
+            _ => "",
+        };
+        self.note(who, format!("{label}: {answer}{crash}"));
+        if fate.lands() {
+            for lock in 0..self.locks.len() {
+                let view = self.inspect(lock).await;
+                self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every operation waits on the wire or has finished.
+    /// The runtime's clock is paused: a pause inside the library (the
+    /// waker's) passes at once, and a cancelled operation is seen at the next tick.
+    async fn settle(&mut self) -> Result<(), Failure> {
+        for _ in 0..100_000 {
+            let parked = self.wire.parked_callers();
+            if self
+                .ops
+                .iter()
+                .all(|(id, op)| op.is_finished() || parked.contains(id))
+            {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = self.wire.bell.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+        Err(self.fail("stuck: an operation waits on something other than the store".into()))
+    }
+
+    pub fn advance_to(&mut self, at: i64) {
+        if at > self.now {
+            self.now = at;
+            if self.kind == Kind::Ssm {
+                self.sync_ssm_clock();
+            }
+        }
+    }
+
+    /// Puts moto's SSM clock (LastModifiedDate) at the store's virtual time.
+    fn sync_ssm_clock(&self) {
+        let ahead = (self.now - sfn_lock::EpochMillis::now().0) as f64 / 1000.0;
+        let endpoint = std::env::var("AWS_ENDPOINT_URL_SSM")
+            .or_else(|_| std::env::var("AWS_ENDPOINT_URL_DYNAMODB"))
+            .unwrap_or_else(|_| {
+                panic!("AWS_ENDPOINT_URL_SSM is not set: run under scripts/local-stack.sh")
+            });
+        if let Err(error) = ureq::post(&format!("{endpoint}/_sfn_lock/ssm-clock"))
+            .send_string(&format!("{ahead:.3}"))
+        {
+            panic!("setting SSM's clock: {error}");
+        }
+    }
+
+    pub async fn inspect(&self, lock: usize) -> sfn_lock::LockView {
+        use sfn_lock::LockStore;
+        match self.direct.inspect(&self.locks[lock].0).await {
+            Ok(view) => view,
+            Err(error) => panic!("the explorer's own read failed: {error}"),
+        }
+    }
+
+    pub fn lock_of(&self, caller: usize) -> (String, u32) {
+        let (name, limit) = &self.locks[self.callers[caller].lock];
+        (name.to_string(), *limit)
+    }
+
+    pub fn sweep_event(owner: &str) -> Value {
+        serde_json::json!({
+            "version": "0", "id": "explored", "account": "123456789012", "region": "us-east-1",
+            "time": "2026-12-03T00:00:00Z", "resources": [], "source": "aws.states",
+            "detail-type": "Step Functions Execution Status Change",
+            "detail": {"executionArn": owner, "stateMachineArn": MACHINE, "status": "ABORTED"}
+        })
+    }
+
+    pub fn reconciler_id() -> usize {
+        RECONCILER
+    }
+
+    pub fn sweep_id(n: usize) -> usize {
+        SWEEPS + n
+    }
+}
+
+fn unique() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    )
+}

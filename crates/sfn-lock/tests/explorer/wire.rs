@@ -1,0 +1,271 @@
+//! The explorer's HTTP client: every request the library's SDK clients send
+//! parks here until the scheduler decides its fate (lands and is answered,
+//! lands and its answer is lost, fails before landing, is throttled). A
+//! request that lands is forwarded to the real local server (moto) while
+//! every caller is parked, so the server sees one request at a time, in the
+//! order the schedule chose. Step Functions' `SendTaskSuccess` is answered by
+//! the task-token model (`tokens.rs`) instead: moto has no task tokens.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_runtime_api::http::StatusCode;
+use aws_smithy_types::body::SdkBody;
+use tokio::sync::{oneshot, Notify};
+
+tokio::task_local! {
+    /// The caller whose operation is being polled: requests are theirs.
+    pub static CALLER: usize;
+}
+
+/// One request as the scheduler sees it.
+#[derive(Debug)]
+pub struct Parked {
+    pub caller: usize,
+    /// The caller's nth request, to order requests without relying on polling order.
+    pub seq: u64,
+    pub method: String,
+    pub uri: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    answer: oneshot::Sender<Result<HttpResponse, ConnectorError>>,
+}
+
+impl Parked {
+    /// `DynamoDB.PutItem`, `SSM.GetParametersByPath`, `S3.PUT lock/x`, `SFN.SendTaskSuccess`.
+    pub fn label(&self) -> String {
+        match self.target() {
+            Some(target) => {
+                let (service, action) = target.split_once('.').unwrap_or(("?", target));
+                let service = match service {
+                    s if s.starts_with("DynamoDB") => "DynamoDB",
+                    s if s.starts_with("AmazonSSM") => "SSM",
+                    s if s.starts_with("AWSStepFunctions") => "SFN",
+                    other => other,
+                };
+                format!("{service}.{action}")
+            }
+            None => {
+                let path = self.uri.splitn(4, '/').nth(3).unwrap_or("");
+                let path = path.split('?').next().unwrap_or(path);
+                let last = path.rsplit('/').next().unwrap_or(path);
+                let query = if self.uri.contains("list-type=2") {
+                    " (list)"
+                } else {
+                    ""
+                };
+                format!("S3.{} …/{last}{query}", self.method)
+            }
+        }
+    }
+
+    pub fn target(&self) -> Option<&str> {
+        self.header("x-amz-target")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    pub fn is_ssm(&self) -> bool {
+        self.target().is_some_and(|t| t.starts_with("AmazonSSM."))
+    }
+
+    pub fn is_sfn(&self) -> bool {
+        self.target()
+            .is_some_and(|t| t.starts_with("AWSStepFunctions."))
+    }
+
+    pub fn answer(self, answer: Result<HttpResponse, ConnectorError>) {
+        // The caller may have crashed (its future dropped): nobody to tell.
+        let _ = self.answer.send(answer);
+    }
+}
+
+/// What crosses the wire: parked requests, and a bell rung whenever a caller parks.
+#[derive(Clone, Debug, Default)]
+pub struct Wire {
+    parked: Arc<Mutex<Vec<Parked>>>,
+    seqs: Arc<Mutex<BTreeMap<usize, u64>>>,
+    pub bell: Arc<Notify>,
+}
+
+impl Wire {
+    pub fn client(&self) -> SharedHttpClient {
+        SharedHttpClient::new(WireClient(self.clone()))
+    }
+
+    /// The parked requests, in (caller, seq) order: independent of polling order.
+    pub fn take_all(&self) -> Vec<Parked> {
+        let mut all: Vec<Parked> = std::mem::take(&mut *lock(&self.parked));
+        all.sort_by_key(|p| (p.caller, p.seq));
+        all
+    }
+
+    pub fn put_back(&self, parked: Vec<Parked>) {
+        lock(&self.parked).extend(parked);
+    }
+
+    pub fn parked_callers(&self) -> Vec<usize> {
+        lock(&self.parked).iter().map(|p| p.caller).collect()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[derive(Debug)]
+struct WireClient(Wire);
+
+impl HttpClient for WireClient {
+    fn http_connector(
+        &self,
+        _settings: &HttpConnectorSettings,
+        _components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(WireConnector(self.0.clone()))
+    }
+}
+
+#[derive(Debug)]
+struct WireConnector(Wire);
+
+impl HttpConnector for WireConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let caller = CALLER.try_with(|caller| *caller).unwrap_or(usize::MAX);
+        let seq = {
+            let mut seqs = lock(&self.0.seqs);
+            let next = seqs.entry(caller).or_insert(0);
+            *next += 1;
+            *next
+        };
+        let (tx, rx) = oneshot::channel();
+        let parked = Parked {
+            caller,
+            seq,
+            method: request.method().to_owned(),
+            uri: request.uri().to_owned(),
+            headers: request
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            body: request.body().bytes().unwrap_or_default().to_vec(),
+            answer: tx,
+        };
+        lock(&self.0.parked).push(parked);
+        self.0.bell.notify_one();
+        HttpConnectorFuture::new(async move {
+            match rx.await {
+                Ok(answer) => answer,
+                Err(_) => Err(ConnectorError::io("the explorer ended the run".into())),
+            }
+        })
+    }
+}
+
+/// Sends `parked` to the real server and returns its answer (status, headers, body).
+pub fn forward(parked: &Parked) -> Result<Answer, String> {
+    let mut request = ureq::request(&parked.method, &parked.uri);
+    for (name, value) in &parked.headers {
+        if !name.eq_ignore_ascii_case("content-length") && !name.eq_ignore_ascii_case("host") {
+            request = request.set(name, value);
+        }
+    }
+    let response = match request.send_bytes(&parked.body) {
+        Ok(response) => response,
+        Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => return Err(format!("the local server did not answer: {other}")),
+    };
+    let status = response.status();
+    let headers = response
+        .headers_names()
+        .into_iter()
+        .filter_map(|name| response.header(&name).map(|v| (name.clone(), v.to_owned())))
+        .collect();
+    let mut body = Vec::new();
+    response
+        .into_reader()
+        .read_to_end(&mut body)
+        .map_err(|error| format!("reading the local server's answer: {error}"))?;
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// An HTTP answer the explorer may still change before the caller sees it.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(status: u16, content_type: &str, body: String) -> Self {
+        Answer {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.into_bytes(),
+        }
+    }
+
+    pub fn set_header(&mut self, name: &str, value: String) {
+        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        self.headers.push((name.to_owned(), value));
+    }
+
+    pub fn into_response(self) -> Result<HttpResponse, ConnectorError> {
+        let status = StatusCode::try_from(self.status)
+            .map_err(|_| ConnectorError::other("bad status".into(), None))?;
+        let mut response = HttpResponse::new(status, SdkBody::from(self.body));
+        for (name, value) in self.headers {
+            if !name.eq_ignore_ascii_case("content-length") {
+                response.headers_mut().append(name, value);
+            }
+        }
+        Ok(response)
+    }
+}
+
+/// The throttling answer of the service `parked` is for.
+pub fn throttled(parked: &Parked) -> Answer {
+    match parked.target() {
+        Some(target) if target.starts_with("DynamoDB") => Answer::json(
+            400,
+            "application/x-amz-json-1.0",
+            r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}"#.into(),
+        ),
+        Some(target) if target.starts_with("AWSStepFunctions") => Answer::json(
+            400,
+            "application/x-amz-json-1.0",
+            r#"{"__type":"ThrottlingException","message":"Rate exceeded"}"#.into(),
+        ),
+        Some(_) => Answer::json(
+            400,
+            "application/x-amz-json-1.1",
+            r#"{"__type":"ThrottlingException","message":"Rate exceeded"}"#.into(),
+        ),
+        None => Answer {
+            status: 503,
+            headers: vec![("content-type".into(), "application/xml".into())],
+            body: b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>".to_vec(),
+        },
+    }
+}
