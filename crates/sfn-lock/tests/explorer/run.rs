@@ -31,6 +31,7 @@ pub const LIVENESS_MS: i64 = 20 * 60_000;
 pub const RECONCILE_EVERY_MS: i64 = 60_000;
 const RECONCILER: usize = 1_000;
 const SWEEPS: usize = 2_000;
+pub const OPERATOR: usize = 3_000;
 /// A stall: how far the store's clock moves while the parked requests wait.
 const STALLS_MS: [i64; 7] = [
     5_000, 40_000, 180_000, 360_000, 1_200_000, 7_200_000, 86_400_000,
@@ -47,15 +48,19 @@ pub enum Op {
     },
     Reconcile(Answered<sfn_lock::reconcile::ReconcileReport>),
     Sweep(Answered<sfn_lock::cleanup::SweepReport>),
+    /// `sfn-lock release --force`: the CLI's read, then the owner-checked
+    /// release of each grant read (`crates/sfn-lock-cli/src/ops.rs`).
+    Force(Answered<usize>),
 }
 
 impl Op {
-    fn is_finished(&self) -> bool {
+    pub fn is_finished(&self) -> bool {
         match self {
             Op::Acquire(h) => h.is_finished(),
             Op::Release { handle, .. } => handle.is_finished(),
             Op::Reconcile(h) => h.is_finished(),
             Op::Sweep(h) => h.is_finished(),
+            Op::Force(h) => h.is_finished(),
         }
     }
 
@@ -65,6 +70,7 @@ impl Op {
             Op::Release { handle, .. } => handle.abort(),
             Op::Reconcile(h) => h.abort(),
             Op::Sweep(h) => h.abort(),
+            Op::Force(h) => h.abort(),
         }
     }
 }
@@ -92,6 +98,7 @@ pub struct Stats {
 
 pub struct Run {
     pub kind: Kind,
+    pub run_id: String,
     pub start: i64,
     pub now: i64,
     pub draws: Draws,
@@ -113,6 +120,8 @@ pub struct Run {
     /// A sweep or reconciler request landed since (for the release check).
     pub system_landings: usize,
     pub sweeps_started: usize,
+    /// Owners whose grant an operator forced out: not told, so their belief no longer counts.
+    pub forced: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
 }
 
 impl Run {
@@ -152,6 +161,7 @@ impl Run {
             .collect();
         Run {
             kind,
+            run_id,
             start,
             now: start,
             draws,
@@ -177,6 +187,7 @@ impl Run {
             stats: Stats::default(),
             system_landings: 0,
             sweeps_started: 0,
+            forced: Arc::default(),
         }
     }
 
@@ -184,6 +195,7 @@ impl Run {
         let at = (self.now - self.start) as f64 / 1000.0;
         let who = match who {
             RECONCILER => "reconciler".to_owned(),
+            OPERATOR => "operator".to_owned(),
             id if id >= SWEEPS => format!("sweep{}", id - SWEEPS),
             id => format!("c{id}"),
         };
@@ -207,8 +219,13 @@ impl Run {
             if self.start_due().await? {
                 continue;
             }
+            let forced = self
+                .forced
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
             for lock in 0..self.locks.len() {
-                checks::limit(&self.callers, lock, self.locks[lock].1, self.now)
+                checks::limit(&self.callers, &forced, lock, self.locks[lock].1, self.now)
                     .map_err(|e| self.fail(e))?;
             }
             let faulty = self.stats.steps < FAULT_STEPS;
@@ -232,7 +249,10 @@ impl Run {
             if parked.is_empty() {
                 match self.next_timer() {
                     Some(at) => self.advance_to(at),
-                    None => return Ok(self.stats),
+                    None => {
+                        self.footprint().await?;
+                        return Ok(self.stats);
+                    }
                 }
                 continue;
             }
@@ -256,6 +276,11 @@ impl Run {
                 self.abort_one();
                 continue;
             }
+            if faulty && self.draws.chance(1) && !self.ops.contains_key(&OPERATOR) {
+                self.wire.put_back(parked);
+                self.force_release();
+                continue;
+            }
             let chosen = parked.remove(self.draws.below(parked.len() as u64) as usize);
             self.wire.put_back(parked);
             let fate = if faulty {
@@ -267,7 +292,11 @@ impl Run {
         }
     }
 
-    async fn deliver(&mut self, parked: super::wire::Parked, fate: Fate) -> Result<(), Failure> {
+    pub async fn deliver(
+        &mut self,
+        parked: super::wire::Parked,
+        fate: Fate,
+    ) -> Result<(), Failure> {
         let (who, label) = (parked.caller, parked.label());
         if matches!(fate, Fate::CrashBefore | Fate::CrashAfter) {
             if let Some(op) = self.ops.get(&who) {
@@ -309,7 +338,7 @@ impl Run {
     /// Waits until every operation waits on the wire or has finished.
     /// The runtime's clock is paused: a pause inside the library (the
     /// waker's) passes at once, and a cancelled operation is seen at the next tick.
-    async fn settle(&mut self) -> Result<(), Failure> {
+    pub async fn settle(&mut self) -> Result<(), Failure> {
         for _ in 0..100_000 {
             let parked = self.wire.parked_callers();
             if self
