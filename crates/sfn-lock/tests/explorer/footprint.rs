@@ -27,7 +27,7 @@ impl Run {
             let reconciler = Run::reconciler_id();
             let (sweeper, now) = (self.sweeper.clone(), EpochMillis(self.now));
             self.note(reconciler, "reconciles, every caller done");
-            let handle = super::act::spawn(reconciler, &self.wire, async move {
+            let handle = super::events::spawn(reconciler, &self.wire, async move {
                 sweeper.reconcile(now).await
             });
             self.ops

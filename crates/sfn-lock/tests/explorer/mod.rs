@@ -5,14 +5,18 @@
 //! DESIGN.md, "Exploring interleavings", says what it covers and why it runs
 //! on the real server rather than on in-process models.
 
-mod act;
+mod answers;
 pub mod callers;
 mod checks;
 pub mod draws;
+mod events;
 mod fates;
 mod footprint;
+mod ops;
 mod ports;
 pub mod run;
+mod start;
+mod step;
 pub mod stores;
 mod tokens;
 mod wire;

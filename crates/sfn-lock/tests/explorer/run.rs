@@ -6,18 +6,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde_json::Value;
 use sfn_lock::cleanup::Sweeper;
 use sfn_lock::sweep_policy::SweepPolicy;
 use sfn_lock::{AnyStore, LeaseSeconds, LockName, Locker};
-use tokio::task::JoinHandle;
 
 use super::callers::{Caller, GRACE_SECONDS};
 use super::checks;
 use super::draws::Draws;
-use super::fates::{carry_out, Continuations, Fate};
+use super::fates::{Continuations, Fate};
+pub use super::ops::{Answered, Failure, Op, Stats};
 use super::ports::{World, MACHINE};
 use super::stores::{self, Kind};
 use super::tokens::Tokens;
@@ -29,72 +27,13 @@ pub const MAX_STEPS: usize = 3_000;
 /// the longest lease, the longest wait, a reconciler period and the grace.
 pub const LIVENESS_MS: i64 = 20 * 60_000;
 pub const RECONCILE_EVERY_MS: i64 = 60_000;
-const RECONCILER: usize = 1_000;
+pub const RECONCILER: usize = 1_000;
 const SWEEPS: usize = 2_000;
 pub const OPERATOR: usize = 3_000;
 /// A stall: how far the store's clock moves while the parked requests wait.
 const STALLS_MS: [i64; 7] = [
     5_000, 40_000, 180_000, 360_000, 1_200_000, 7_200_000, 86_400_000,
 ];
-
-pub type Answered<T> = JoinHandle<Result<T, sfn_lock::LockError>>;
-
-pub enum Op {
-    Acquire(Answered<sfn_lock::AcquireAnswer>),
-    Release {
-        handle: Answered<sfn_lock::ReleaseResponse>,
-        /// The caller's grant was in the store, live, when the release began.
-        held_at_start: bool,
-    },
-    Reconcile(Answered<sfn_lock::reconcile::ReconcileReport>),
-    Sweep(Answered<sfn_lock::cleanup::SweepReport>),
-    /// `sfn-lock release --force`: the CLI's read, then the owner-checked
-    /// release of each grant read (`crates/sfn-lock-cli/src/ops.rs`).
-    Force(Answered<usize>),
-}
-
-impl Op {
-    pub fn is_finished(&self) -> bool {
-        match self {
-            Op::Acquire(h) => h.is_finished(),
-            Op::Release { handle, .. } => handle.is_finished(),
-            Op::Reconcile(h) => h.is_finished(),
-            Op::Sweep(h) => h.is_finished(),
-            Op::Force(h) => h.is_finished(),
-        }
-    }
-
-    pub fn abort(&self) {
-        match self {
-            Op::Acquire(h) => h.abort(),
-            Op::Release { handle, .. } => handle.abort(),
-            Op::Reconcile(h) => h.abort(),
-            Op::Sweep(h) => h.abort(),
-            Op::Force(h) => h.abort(),
-        }
-    }
-}
-
-/// A broken invariant, with the run's trace and its draws (to replay or shrink).
-#[derive(Debug)]
-pub struct Failure {
-    pub invariant: String,
-    pub trace: Vec<String>,
-    pub record: Vec<u64>,
-}
-
-impl Failure {
-    /// The invariant's name: what a shrunk run must still break.
-    pub fn kind(&self) -> &str {
-        self.invariant.split(':').next().unwrap_or("")
-    }
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Stats {
-    pub steps: usize,
-    pub requests: usize,
-}
 
 pub struct Run {
     pub kind: Kind,
@@ -290,116 +229,6 @@ impl Run {
             };
             self.deliver(chosen, fate).await?;
         }
-    }
-
-    pub async fn deliver(
-        &mut self,
-        parked: super::wire::Parked,
-        fate: Fate,
-    ) -> Result<(), Failure> {
-        let (who, label) = (parked.caller, parked.label());
-        if matches!(fate, Fate::CrashBefore | Fate::CrashAfter) {
-            if let Some(op) = self.ops.get(&who) {
-                op.abort();
-            }
-        }
-        if fate.lands() {
-            self.stats.requests += 1;
-            if who >= RECONCILER {
-                self.system_landings += 1;
-            }
-            if self.kind == Kind::Ssm {
-                self.sync_ssm_clock();
-            }
-        }
-        let now = self.now;
-        let answer = carry_out(
-            parked,
-            fate,
-            now,
-            &mut self.tokens,
-            &mut self.continuations,
-            &mut self.draws,
-        );
-        let crash = match fate {
-            Fate::CrashBefore | Fate::CrashAfter => "; the caller's process dies",
-            _ => "",
-        };
-        self.note(who, format!("{label}: {answer}{crash}"));
-        if fate.lands() {
-            for lock in 0..self.locks.len() {
-                let view = self.inspect(lock).await;
-                self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits until every operation waits on the wire or has finished.
-    /// The runtime's clock is paused: a pause inside the library (the
-    /// waker's) passes at once, and a cancelled operation is seen at the next tick.
-    pub async fn settle(&mut self) -> Result<(), Failure> {
-        for _ in 0..100_000 {
-            let parked = self.wire.parked_callers();
-            if self
-                .ops
-                .iter()
-                .all(|(id, op)| op.is_finished() || parked.contains(id))
-            {
-                return Ok(());
-            }
-            tokio::select! {
-                _ = self.wire.bell.notified() => {}
-                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-            }
-        }
-        Err(self.fail("stuck: an operation waits on something other than the store".into()))
-    }
-
-    pub fn advance_to(&mut self, at: i64) {
-        if at > self.now {
-            self.now = at;
-            if self.kind == Kind::Ssm {
-                self.sync_ssm_clock();
-            }
-        }
-    }
-
-    /// Puts moto's SSM clock (LastModifiedDate) at the store's virtual time.
-    fn sync_ssm_clock(&self) {
-        let ahead = (self.now - sfn_lock::EpochMillis::now().0) as f64 / 1000.0;
-        let endpoint = std::env::var("AWS_ENDPOINT_URL_SSM")
-            .or_else(|_| std::env::var("AWS_ENDPOINT_URL_DYNAMODB"))
-            .unwrap_or_else(|_| {
-                panic!("AWS_ENDPOINT_URL_SSM is not set: run under scripts/local-stack.sh")
-            });
-        if let Err(error) = ureq::post(&format!("{endpoint}/_sfn_lock/ssm-clock"))
-            .send_string(&format!("{ahead:.3}"))
-        {
-            panic!("setting SSM's clock: {error}");
-        }
-    }
-
-    pub async fn inspect(&self, lock: usize) -> sfn_lock::LockView {
-        use sfn_lock::LockStore;
-        match self.direct.inspect(&self.locks[lock].0).await {
-            Ok(view) => view,
-            Err(error) => panic!("the explorer's own read failed: {error}"),
-        }
-    }
-
-    pub fn lock_of(&self, caller: usize) -> (String, u32) {
-        let (name, limit) = &self.locks[self.callers[caller].lock];
-        (name.to_string(), *limit)
-    }
-
-    pub fn sweep_event(owner: &str) -> Value {
-        serde_json::json!({
-            "version": "0", "id": "explored", "account": "123456789012", "region": "us-east-1",
-            "time": "2026-12-03T00:00:00Z", "resources": [], "source": "aws.states",
-            "detail-type": "Step Functions Execution Status Change",
-            "detail": {"executionArn": owner, "stateMachineArn": MACHINE, "status": "ABORTED"}
-        })
     }
 
     pub fn reconciler_id() -> usize {

@@ -1,0 +1,125 @@
+//! What happens around the callers: executions that end (their events to
+//! the sweep, best effort), an operator's forced release, the timers, and
+//! running an operation as a caller.
+
+use sfn_lock::{EpochMillis, LockError};
+
+use super::callers::Phase;
+use super::run::{Op, Run, OPERATOR};
+use super::wire::CALLER;
+
+impl Run {
+    /// An execution ends with no Catch (aborted, timed out): a workload it
+    /// started runs on; its ended event reaches the sweep, or is lost.
+    pub fn abort_one(&mut self) {
+        let alive: Vec<usize> = (0..self.callers.len())
+            .filter(|id| !self.callers[*id].is_done())
+            .collect();
+        if alive.is_empty() {
+            return;
+        }
+        let id = alive[self.draws.below(alive.len() as u64) as usize];
+        let now = self.now;
+        self.world.end(&self.callers[id].owner, EpochMillis(now));
+        let caller = &mut self.callers[id];
+        if let Phase::Work { until, .. } = caller.phase {
+            caller.runs_until = Some(until);
+        }
+        if let Phase::Queued { token, .. } = &caller.phase {
+            self.tokens.close(token);
+        }
+        caller.aborted = true;
+        caller.phase = Phase::Done("aborted");
+        self.note(id, "its execution is aborted (no Catch)");
+        self.ended(id, "ABORTED");
+    }
+
+    /// Every execution's end is an EventBridge event the sweep gets (the
+    /// template's rule takes every terminal status), best effort: lost one
+    /// time in five.
+    pub fn ended(&mut self, id: usize, status: &str) {
+        let now = self.now;
+        let owner = self.callers[id].owner.clone();
+        self.world.end(&owner, EpochMillis(now));
+        if self.draws.chance(20) {
+            self.note(id, format!("its {status} event is lost"));
+            return;
+        }
+        let body = Run::sweep_event(&owner, status).to_string();
+        self.sweeps_due
+            .push((now + 1000 * self.draws.below(10) as i64, body));
+    }
+
+    /// An operator frees a lock by hand, as `sfn-lock release --force` does.
+    pub fn force_release(&mut self) {
+        use sfn_lock::{LockStore, Owner, ReleaseOutcome};
+        let lock = self.draws.below(self.locks.len() as u64) as usize;
+        let name = self.locks[lock].0.clone();
+        let (sweeper, forced, now) = (
+            self.sweeper.clone(),
+            self.forced.clone(),
+            EpochMillis(self.now),
+        );
+        self.note(OPERATOR, format!("forces lock {lock} free"));
+        let op = spawn(OPERATOR, &self.wire, async move {
+            let view = sweeper.store.inspect(&name).await?;
+            let mut freed = 0;
+            for grant in view.grants {
+                let holder = Owner::new(grant.owner.clone())?;
+                forced
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((grant.owner.clone(), grant.fencing_token));
+                let outcome = sweeper
+                    .store
+                    .release_granted_before(&name, &holder, grant.acquired_at, now)
+                    .await?;
+                freed += usize::from(outcome == ReleaseOutcome::Released);
+            }
+            Ok(freed)
+        });
+        self.ops.insert(OPERATOR, Op::Force(op));
+    }
+
+    /// The earliest moment something is due; `None` when the run is over.
+    pub fn next_timer(&self) -> Option<i64> {
+        let mut due: Vec<i64> = self.sweeps_due.iter().map(|(at, _)| *at).collect();
+        for caller in &self.callers {
+            match &caller.phase {
+                Phase::Acquire | Phase::Release { .. } => due.push(caller.ready_at),
+                Phase::Queued { deadline, .. } => due.push(*deadline),
+                Phase::Work { until, .. } => due.push(*until),
+                Phase::Done(_) => {}
+            }
+        }
+        if due.is_empty() && self.ops.is_empty() {
+            return None;
+        }
+        due.push(self.next_reconcile);
+        due.into_iter().min().map(|at| at.max(self.now + 1))
+    }
+
+    pub fn still_waiting(&self) -> String {
+        self.callers
+            .iter()
+            .filter(|c| !c.is_done())
+            .map(|c| format!("c{} {:?}", c.id, c.phase))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Runs `work` as caller `id`: its requests are parked under that name, and
+/// the scheduler hears when it ends.
+pub fn spawn<T: Send + 'static>(
+    id: usize,
+    wire: &super::wire::Wire,
+    work: impl std::future::Future<Output = Result<T, LockError>> + Send + 'static,
+) -> super::run::Answered<T> {
+    let bell = wire.bell.clone();
+    tokio::spawn(CALLER.scope(id, async move {
+        let answer = work.await;
+        bell.notify_one();
+        answer
+    }))
+}

@@ -1,0 +1,123 @@
+//! One step's mechanics: delivering a parked request with its fate, waiting
+//! for every caller to settle, moving the store's clock, reading the store.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::fates::{carry_out, Fate};
+use super::ports::MACHINE;
+use super::run::{Failure, Run, RECONCILER};
+use super::stores::Kind;
+
+impl Run {
+    pub async fn deliver(
+        &mut self,
+        parked: super::wire::Parked,
+        fate: Fate,
+    ) -> Result<(), Failure> {
+        let (who, label) = (parked.caller, parked.label());
+        if matches!(fate, Fate::CrashBefore | Fate::CrashAfter) {
+            if let Some(op) = self.ops.get(&who) {
+                op.abort();
+            }
+        }
+        if fate.lands() {
+            self.stats.requests += 1;
+            if who >= RECONCILER {
+                self.system_landings += 1;
+            }
+            if self.kind == Kind::Ssm {
+                self.sync_ssm_clock();
+            }
+        }
+        let now = self.now;
+        let answer = carry_out(
+            parked,
+            fate,
+            now,
+            &mut self.tokens,
+            &mut self.continuations,
+            &mut self.draws,
+        );
+        let crash = match fate {
+            Fate::CrashBefore | Fate::CrashAfter => "; the caller's process dies",
+            _ => "",
+        };
+        self.note(who, format!("{label}: {answer}{crash}"));
+        if fate.lands() {
+            for lock in 0..self.locks.len() {
+                let view = self.inspect(lock).await;
+                self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every operation waits on the wire or has finished.
+    /// The runtime's clock is paused: a pause inside the library (the
+    /// waker's) passes at once, and a cancelled operation is seen at the next tick.
+    pub async fn settle(&mut self) -> Result<(), Failure> {
+        for _ in 0..100_000 {
+            let parked = self.wire.parked_callers();
+            if self
+                .ops
+                .iter()
+                .all(|(id, op)| op.is_finished() || parked.contains(id))
+            {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = self.wire.bell.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+        Err(self.fail("stuck: an operation waits on something other than the store".into()))
+    }
+
+    pub fn advance_to(&mut self, at: i64) {
+        if at > self.now {
+            self.now = at;
+            if self.kind == Kind::Ssm {
+                self.sync_ssm_clock();
+            }
+        }
+    }
+
+    /// Puts moto's SSM clock (LastModifiedDate) at the store's virtual time.
+    fn sync_ssm_clock(&self) {
+        let ahead = (self.now - sfn_lock::EpochMillis::now().0) as f64 / 1000.0;
+        let endpoint = std::env::var("AWS_ENDPOINT_URL_SSM")
+            .or_else(|_| std::env::var("AWS_ENDPOINT_URL_DYNAMODB"))
+            .unwrap_or_else(|_| {
+                panic!("AWS_ENDPOINT_URL_SSM is not set: run under scripts/local-stack.sh")
+            });
+        if let Err(error) = ureq::post(&format!("{endpoint}/_sfn_lock/ssm-clock"))
+            .send_string(&format!("{ahead:.3}"))
+        {
+            panic!("setting SSM's clock: {error}");
+        }
+    }
+
+    pub async fn inspect(&self, lock: usize) -> sfn_lock::LockView {
+        use sfn_lock::LockStore;
+        match self.direct.inspect(&self.locks[lock].0).await {
+            Ok(view) => view,
+            Err(error) => panic!("the explorer's own read failed: {error}"),
+        }
+    }
+
+    pub fn lock_of(&self, caller: usize) -> (String, u32) {
+        let (name, limit) = &self.locks[self.callers[caller].lock];
+        (name.to_string(), *limit)
+    }
+
+    pub fn sweep_event(owner: &str, status: &str) -> Value {
+        serde_json::json!({
+            "version": "0", "id": "explored", "account": "123456789012", "region": "us-east-1",
+            "time": "2026-12-03T00:00:00Z", "resources": [], "source": "aws.states",
+            "detail-type": "Step Functions Execution Status Change",
+            "detail": {"executionArn": owner, "stateMachineArn": MACHINE, "status": status}
+        })
+    }
+}
