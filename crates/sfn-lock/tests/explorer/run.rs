@@ -58,6 +58,8 @@ pub struct Run {
     pub stats: Stats,
     /// A sweep or reconciler request landed since (for the release check).
     pub system_landings: usize,
+    /// Requests landed by each caller's release operations.
+    pub release_landings: std::collections::BTreeMap<usize, usize>,
     pub sweeps_started: usize,
     /// Owners whose grant an operator forced out: not told, so their belief no longer counts.
     pub forced: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
@@ -125,6 +127,7 @@ impl Run {
             continuations: Continuations::default(),
             stats: Stats::default(),
             system_landings: 0,
+            release_landings: BTreeMap::new(),
             sweeps_started: 0,
             forced: Arc::default(),
         }

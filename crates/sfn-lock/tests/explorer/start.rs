@@ -123,7 +123,7 @@ impl Run {
             }
             None => false,
         };
-        self.system_landings = 0;
+        let landings_at_start = self.landings_besides(id);
         let caller = &self.callers[id];
         let event = caller.release_event(&name, limit, withdraw);
         let now = caller.clock(self.now);
@@ -146,6 +146,7 @@ impl Run {
             Op::Release {
                 handle,
                 held_at_start,
+                landings_at_start,
             },
         );
     }

@@ -27,6 +27,9 @@ impl Run {
             if who >= RECONCILER {
                 self.system_landings += 1;
             }
+            if matches!(self.ops.get(&who), Some(super::ops::Op::Release { .. })) {
+                *self.release_landings.entry(who).or_default() += 1;
+            }
             if self.kind == Kind::Ssm {
                 self.sync_ssm_clock();
             }
@@ -110,6 +113,17 @@ impl Run {
     pub fn lock_of(&self, caller: usize) -> (String, u32) {
         let (name, limit) = &self.locks[self.callers[caller].lock];
         (name.to_string(), *limit)
+    }
+
+    /// Landings so far: (sweep, reconciler or operator; releases of callers other than `id`).
+    pub fn landings_besides(&self, id: usize) -> (usize, usize) {
+        let others = self
+            .release_landings
+            .iter()
+            .filter(|(who, _)| **who != id)
+            .map(|(_, n)| n)
+            .sum();
+        (self.system_landings, others)
     }
 
     pub fn sweep_event(owner: &str, status: &str) -> Value {
