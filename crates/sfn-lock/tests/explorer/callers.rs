@@ -17,8 +17,10 @@ pub const SKEW_BOUND_MS: i64 = 1_000;
 pub const POLL_SECONDS: i64 = 20;
 /// Step Functions retries a failed acquire this many times, then the Catch releases.
 pub const ACQUIRE_RETRIES: u32 = 3;
-/// The sweep's grace: the longest workload (WorkloadMaxRunSeconds).
-pub const GRACE_SECONDS: i64 = 60;
+/// The sweep's grace: the longest workload (WorkloadMaxRunSeconds), which
+/// the deployment must keep at least as long as any workload runs on after
+/// its execution ended: here the longest work a caller draws (90 s).
+pub const GRACE_SECONDS: i64 = 90;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -87,8 +89,9 @@ impl Caller {
             queued: queues && draws.chance(50),
             lease,
             wait: [None, Some(120), Some(600)][draws.below(3) as usize],
-            // A workload never outlives its lease in the shipped machines.
-            work: [20, lease / 2, lease * 3 / 4][draws.below(3) as usize],
+            // A workload never outlives its lease in the shipped machines,
+            // nor the sweep's grace (GRACE_SECONDS).
+            work: [20, lease / 2, lease * 3 / 4][draws.below(3) as usize].min(GRACE_SECONDS),
             renews: draws.chance(30),
             skew: skew(draws.below(2 * SKEW_BOUND_MS as u64 + 1) as i64),
             phase: Phase::Acquire,
