@@ -16,7 +16,7 @@ impl Run {
         parked: super::wire::Parked,
         fate: Fate,
     ) -> Result<(), Failure> {
-        let (who, label) = (parked.caller, parked.label());
+        let (who, label, writes) = (parked.caller, parked.label(), parked.writes());
         if matches!(fate, Fate::CrashBefore | Fate::CrashAfter) {
             if let Some(op) = self.ops.get(&who) {
                 op.abort();
@@ -48,7 +48,7 @@ impl Run {
             _ => "",
         };
         self.note(who, format!("{label}: {answer}{crash}"));
-        if fate.lands() {
+        if fate.lands() && writes {
             for lock in 0..self.locks.len() {
                 let view = self.inspect(lock).await;
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;

@@ -82,6 +82,20 @@ impl Parked {
         self.target().is_some_and(|t| t.starts_with("AmazonSSM."))
     }
 
+    /// Whether it may change the store (the explorer reads the store back after those).
+    pub fn writes(&self) -> bool {
+        match self.target() {
+            Some(target) => {
+                let action = target.rsplit('.').next().unwrap_or(target);
+                !target.starts_with("AWSStepFunctions")
+                    && ["Put", "Update", "Delete", "TransactWrite", "BatchWrite"]
+                        .iter()
+                        .any(|verb| action.starts_with(verb))
+            }
+            None => self.method != "GET" && self.method != "HEAD",
+        }
+    }
+
     pub fn is_sfn(&self) -> bool {
         self.target()
             .is_some_and(|t| t.starts_with("AWSStepFunctions."))
