@@ -14,7 +14,9 @@ cd "$(dirname "$0")/.."
 budget="${EXPLORE_SECONDS:-30}"
 ids=("$@")
 if [ ${#ids[@]} -eq 0 ]; then
+  shopt -s nullglob
   for patch in tests/explorer-bugs/*.patch; do ids+=("$(basename "$patch" .patch)"); done
+  [ ${#ids[@]} -gt 0 ] || { echo "explore-bugs: no patches in tests/explorer-bugs" >&2; exit 2; }
 fi
 if ! git diff --quiet -- crates/sfn-lock/src; then
   echo "explore-bugs: crates/sfn-lock/src has uncommitted changes; commit or stash them first" >&2

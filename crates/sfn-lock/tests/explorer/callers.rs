@@ -133,7 +133,9 @@ impl Caller {
             event["waitStartedAt"] = json!(EpochMillis(self.wait_started + self.skew).to_rfc3339());
             event["maxWaitSeconds"] = json!(wait);
         }
-        if self.queued {
+        // A renewal is a plain acquire by the holder (as the CLI's): only
+        // the first ask of a queued caller waits on a task token.
+        if self.queued && matches!(self.phase, Phase::Acquire) {
             event["taskToken"] = json!(self.token(now));
         }
         event

@@ -12,6 +12,9 @@ use super::callers::Caller;
 pub struct Tokens {
     /// Per lock: the highest token seen, and every (owner, token) grant seen.
     seen: BTreeMap<usize, (u64, BTreeSet<(String, u64)>)>,
+    /// Per lock: the grants in the last read, and those gone since.
+    present: BTreeMap<usize, BTreeSet<(String, u64)>>,
+    gone: BTreeMap<usize, BTreeSet<(String, u64)>>,
 }
 
 /// Never more than `limit` callers that believe they hold a live grant.
@@ -47,6 +50,23 @@ pub fn limit(
 impl Tokens {
     /// A grant not seen before must carry a higher token than every earlier one.
     pub fn rise(&mut self, lock: usize, view: &LockView) -> Result<(), String> {
+        // A grant that was gone (freed or taken over) never comes back: a
+        // stalled writer re-creating an old state would show as one.
+        let now: BTreeSet<(String, u64)> = view
+            .grants
+            .iter()
+            .map(|grant| (grant.owner.clone(), grant.fencing_token))
+            .collect();
+        let gone = self.gone.entry(lock).or_default();
+        if let Some(back) = now.intersection(gone).next() {
+            return Err(format!(
+                "tokens: lock {lock}'s grant of token {} to {} came back after it was gone",
+                back.1,
+                short(&back.0)
+            ));
+        }
+        let before = self.present.insert(lock, now.clone()).unwrap_or_default();
+        gone.extend(before.difference(&now).cloned());
         let (highest, seen) = self.seen.entry(lock).or_default();
         let mut fresh: Vec<_> = view
             .grants

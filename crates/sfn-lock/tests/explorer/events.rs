@@ -40,6 +40,11 @@ impl Run {
     pub fn ended(&mut self, id: usize, status: &str) {
         let now = self.now;
         let owner = self.callers[id].owner.clone();
+        if self.callers[id].queued {
+            // Its execution is over: so is any task still waiting on a token.
+            let token = self.callers[id].token(now);
+            self.tokens.close(&token);
+        }
         self.world.end(&owner, EpochMillis(now));
         if self.draws.chance(20) {
             self.note(id, format!("its {status} event is lost"));
@@ -47,7 +52,7 @@ impl Run {
         }
         let body = Run::sweep_event(&owner, status).to_string();
         self.sweeps_due
-            .push((now + 1000 * self.draws.below(10) as i64, body));
+            .push((now + 1000 * self.draws.below(10) as i64, body, 0));
     }
 
     /// An operator frees a lock by hand, as `sfn-lock release --force` does.
@@ -57,7 +62,7 @@ impl Run {
         let name = self.locks[lock].0.clone();
         let (sweeper, forced, now) = (
             self.sweeper.clone(),
-            self.forced.clone(),
+            self.force_targets.clone(),
             EpochMillis(self.now),
         );
         self.note(OPERATOR, format!("forces lock {lock} free"));
@@ -66,10 +71,11 @@ impl Run {
             let mut freed = 0;
             for grant in view.grants {
                 let holder = Owner::new(grant.owner.clone())?;
-                forced
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((grant.owner.clone(), grant.fencing_token));
+                forced.lock().unwrap_or_else(|p| p.into_inner()).push((
+                    lock,
+                    grant.owner.clone(),
+                    grant.fencing_token,
+                ));
                 let outcome = sweeper
                     .store
                     .release_granted_before(&name, &holder, grant.acquired_at, now)
@@ -83,7 +89,7 @@ impl Run {
 
     /// The earliest moment something is due; `None` when the run is over.
     pub fn next_timer(&self) -> Option<i64> {
-        let mut due: Vec<i64> = self.sweeps_due.iter().map(|(at, _)| *at).collect();
+        let mut due: Vec<i64> = self.sweeps_due.iter().map(|(at, _, _)| *at).collect();
         for caller in &self.callers {
             match &caller.phase {
                 Phase::Acquire | Phase::Release { .. } => due.push(caller.ready_at),

@@ -134,7 +134,8 @@ fn resume(parked: &mut Parked, continuations: &mut Continuations) -> Option<BTre
     }
     let mut body: Value = serde_json::from_slice(&parked.body).ok()?;
     let token = body["NextToken"].as_str()?.to_owned();
-    let (server_token, seen) = continuations.pending.remove(&token)?;
+    // A token may be sent again (the SDK's retry of a page whose answer was lost).
+    let (server_token, seen) = continuations.pending.get(&token).cloned()?;
     match server_token {
         Some(server_token) => body["NextToken"] = Value::String(server_token),
         None => {

@@ -33,7 +33,15 @@ pub fn run_once(kind: Kind, seed: u64, replay: Option<Vec<u64>>) -> Result<Stats
         .start_paused(true)
         .build()
         .unwrap_or_else(|error| panic!("a runtime: {error}"));
-    runtime.block_on(async move { Run::new(kind, seed, replay).await.go().await })
+    runtime.block_on(async move {
+        let run = Run::new(kind, seed, replay).await;
+        let run_id = run.run_id.clone();
+        let result = run.go().await;
+        if kind == Kind::DynamoDb {
+            stores::delete_table(&stores::direct_sdk().await, &run_id).await;
+        }
+        result
+    })
 }
 
 /// What a bounded exploration did.

@@ -11,13 +11,14 @@ pub enum Op {
         /// The caller's grant was in the store, live, when the release began.
         held_at_start: bool,
         /// Landings when it began: (sweep, reconciler or operator; other callers' releases).
-        landings_at_start: (usize, usize),
+        landings_at_start: (usize, usize, usize),
     },
     Reconcile(Answered<sfn_lock::reconcile::ReconcileReport>),
     Sweep {
         handle: Answered<sfn_lock::cleanup::SweepReport>,
         /// The SQS record's body, to deliver again if the sweep fails on it.
         body: String,
+        receives: u32,
     },
     /// `sfn-lock release --force`: the CLI's read, then the owner-checked
     /// release of each grant read (`crates/sfn-lock-cli/src/ops.rs`).

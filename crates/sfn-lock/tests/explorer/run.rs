@@ -50,7 +50,8 @@ pub struct Run {
     pub locks: Vec<(LockName, u32)>,
     pub callers: Vec<Caller>,
     pub ops: BTreeMap<usize, Op>,
-    pub sweeps_due: Vec<(i64, String)>,
+    /// Cleanup-queue messages due: (when, body, receives so far).
+    pub sweeps_due: Vec<(i64, String, u32)>,
     pub next_reconcile: i64,
     pub trace: Vec<String>,
     pub rising: checks::Tokens,
@@ -60,9 +61,13 @@ pub struct Run {
     pub system_landings: usize,
     /// Requests landed by each caller's release operations.
     pub release_landings: std::collections::BTreeMap<usize, usize>,
+    /// Answers each caller lost (its requests landed; the SDK retried).
+    pub lost_answers: std::collections::BTreeMap<usize, usize>,
     pub sweeps_started: usize,
     /// Owners whose grant an operator forced out: not told, so their belief no longer counts.
     pub forced: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
+    /// Grants a forced release went for; confirmed into `forced` once gone from the store.
+    pub force_targets: Arc<std::sync::Mutex<Vec<(usize, String, u64)>>>,
 }
 
 impl Run {
@@ -74,8 +79,12 @@ impl Run {
         let wire = Wire::default();
         let run_id = format!("x{seed:x}-{}", unique());
         let sdk = stores::sdk(wire.client()).await;
+        let direct_sdk = stores::direct_sdk().await;
+        if kind == Kind::DynamoDb {
+            stores::create_table(&direct_sdk, &run_id).await;
+        }
         let store = stores::build(kind, &sdk, &run_id);
-        let direct = stores::build(kind, &stores::direct_sdk().await, &run_id);
+        let direct = stores::build(kind, &direct_sdk, &run_id);
         let lease = LeaseSeconds::new("leaseSeconds", 60).unwrap_or_else(|e| panic!("{e}"));
         let world = World::default();
         let policy = SweepPolicy::from_lookup(|name| match name {
@@ -84,7 +93,8 @@ impl Run {
             _ => None,
         })
         .unwrap_or_else(|e| panic!("{e}"));
-        let start = sfn_lock::EpochMillis::now().0;
+        // A whole second: SSM's `Date` has whole seconds, so replays agree.
+        let start = sfn_lock::EpochMillis::now().0 / 1000 * 1000;
         // Contention is the point: half the locks are semaphores, and there
         // are always more callers than permits.
         let limits = [1 + draws.below(2) as u32 * (1 + draws.below(2) as u32), 1];
@@ -128,8 +138,10 @@ impl Run {
             stats: Stats::default(),
             system_landings: 0,
             release_landings: BTreeMap::new(),
+            lost_answers: BTreeMap::new(),
             sweeps_started: 0,
             forced: Arc::default(),
+            force_targets: Arc::default(),
         }
     }
 

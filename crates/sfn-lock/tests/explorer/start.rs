@@ -59,11 +59,11 @@ impl Run {
         let sweeps: Vec<_> = self
             .sweeps_due
             .iter()
-            .filter(|(at, _)| *at <= self.now)
+            .filter(|(at, _, _)| *at <= self.now)
             .cloned()
             .collect();
-        self.sweeps_due.retain(|(at, _)| *at > self.now);
-        for (_, body) in sweeps {
+        self.sweeps_due.retain(|(at, _, _)| *at > self.now);
+        for (_, body, receives) in sweeps {
             let id = Run::sweep_id(self.sweeps_started);
             self.sweeps_started += 1;
             // As the cleanup queue delivers it: a batch of one SQS record.
@@ -76,7 +76,14 @@ impl Run {
                 &self.wire,
                 async move { sweeper.sweep(&event, now).await },
             );
-            self.ops.insert(id, Op::Sweep { handle, body });
+            self.ops.insert(
+                id,
+                Op::Sweep {
+                    handle,
+                    body,
+                    receives: receives + 1,
+                },
+            );
             started = true;
         }
         let reconciler = Run::reconciler_id();

@@ -24,11 +24,14 @@ impl Run {
         }
         if fate.lands() {
             self.stats.requests += 1;
-            if who >= RECONCILER {
+            if who >= RECONCILER && writes {
                 self.system_landings += 1;
             }
-            if matches!(self.ops.get(&who), Some(super::ops::Op::Release { .. })) {
+            if writes && matches!(self.ops.get(&who), Some(super::ops::Op::Release { .. })) {
                 *self.release_landings.entry(who).or_default() += 1;
+            }
+            if fate == Fate::AnswerLost {
+                *self.lost_answers.entry(who).or_default() += 1;
             }
             if self.kind == Kind::Ssm {
                 self.sync_ssm_clock();
@@ -115,15 +118,17 @@ impl Run {
         (name.to_string(), *limit)
     }
 
-    /// Landings so far: (sweep, reconciler or operator; releases of callers other than `id`).
-    pub fn landings_besides(&self, id: usize) -> (usize, usize) {
+    /// Writes landed so far: (sweep, reconciler or operator; releases of
+    /// callers other than `id`), and the answers `id` lost.
+    pub fn landings_besides(&self, id: usize) -> (usize, usize, usize) {
         let others = self
             .release_landings
             .iter()
             .filter(|(who, _)| **who != id)
             .map(|(_, n)| n)
             .sum();
-        (self.system_landings, others)
+        let lost = self.lost_answers.get(&id).copied().unwrap_or(0);
+        (self.system_landings, others, lost)
     }
 
     pub fn sweep_event(owner: &str, status: &str) -> Value {

@@ -58,12 +58,75 @@ pub async fn direct_sdk() -> SdkConfig {
     sdk(http).await
 }
 
+/// A table of the run's own, as `tests/support/create_table.py` makes the
+/// suite's: the reconciler scans the whole table, so a shared one would
+/// make each run depend on what earlier runs left.
+pub async fn create_table(sdk: &SdkConfig, run: &str) {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+        Projection, ProjectionType, ScalarAttributeType,
+    };
+    let key = |name: &str| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(KeyType::Hash)
+            .build()
+    };
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+    };
+    let built = (|| {
+        Ok::<_, aws_sdk_dynamodb::error::BuildError>((
+            key("lockName")?,
+            key("owner")?,
+            attribute("lockName")?,
+            attribute("owner")?,
+        ))
+    })();
+    let (lock_key, owner_key, lock_attribute, owner_attribute) =
+        built.unwrap_or_else(|error| panic!("{error}"));
+    let index = GlobalSecondaryIndex::builder()
+        .index_name("owner-index")
+        .key_schema(owner_key)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()
+        .unwrap_or_else(|error| panic!("{error}"));
+    aws_sdk_dynamodb::Client::new(sdk)
+        .create_table()
+        .table_name(table_name(run))
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(lock_attribute)
+        .attribute_definitions(owner_attribute)
+        .key_schema(lock_key)
+        .global_secondary_indexes(index)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("creating the run's table: {error:?}"));
+}
+
+pub async fn delete_table(sdk: &SdkConfig, run: &str) {
+    let _ = aws_sdk_dynamodb::Client::new(sdk)
+        .delete_table()
+        .table_name(table_name(run))
+        .send()
+        .await;
+}
+
+fn table_name(run: &str) -> String {
+    format!("explore-{run}")
+}
+
 pub fn build(kind: Kind, sdk: &SdkConfig, run: &str) -> AnyStore {
     match kind {
         Kind::DynamoDb => {
-            let table = std::env::var("SFN_LOCK_TABLE").unwrap_or_else(|_| {
-                panic!("SFN_LOCK_TABLE is not set: run under scripts/local-stack.sh")
-            });
+            let table = table_name(run);
             let sfn = sfn_lock::lambda::waker_client(sdk);
             AnyStore::DynamoDb(
                 DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table)

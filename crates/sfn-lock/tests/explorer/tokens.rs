@@ -24,8 +24,9 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// A task starts waiting on `token`; a token already used keeps its state.
     pub fn open(&mut self, token: &str) {
-        self.tasks.insert(token.to_owned(), Task::Waiting);
+        self.tasks.entry(token.to_owned()).or_insert(Task::Waiting);
     }
 
     /// The waiter's task times out (its wait bound, or its execution ended).
