@@ -24,6 +24,10 @@ pub enum Fate {
     CrashBefore,
     /// The request lands; the caller's process dies before the answer.
     CrashAfter,
+    /// The function gives up on the request (its operation timeout: the
+    /// invocation fails and Step Functions retries it), but the request is
+    /// on its way and lands at a later step.
+    LandsLate,
     /// A listing page answered with fewer items than exist (SSM's
     /// `GetParametersByPath` is documented to return "between zero and
     /// MaxResults"), with a token to read on.
@@ -33,7 +37,8 @@ pub enum Fate {
 impl Fate {
     pub fn draw(draws: &mut Draws) -> Fate {
         match draws.below(100) {
-            0..=79 => Fate::Land,
+            0..=77 => Fate::Land,
+            78..=79 => Fate::LandsLate,
             80..=85 => Fate::AnswerLost,
             86..=89 => Fate::FailsBefore,
             90..=93 => Fate::Throttled,

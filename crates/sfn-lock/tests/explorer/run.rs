@@ -64,6 +64,8 @@ pub struct Run {
     /// Answers each caller lost (its requests landed; the SDK retried).
     pub lost_answers: std::collections::BTreeMap<usize, usize>,
     pub sweeps_started: usize,
+    /// Requests whose caller gave up on them, still on their way.
+    pub orphans: Vec<super::wire::Parked>,
     /// Owners whose grant an operator forced out: not told, so their belief no longer counts.
     pub forced: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
     /// Grants a forced release went for; confirmed into `forced` once gone from the store.
@@ -140,6 +142,7 @@ impl Run {
             release_landings: BTreeMap::new(),
             lost_answers: BTreeMap::new(),
             sweeps_started: 0,
+            orphans: Vec::new(),
             forced: Arc::default(),
             force_targets: Arc::default(),
         }
@@ -198,6 +201,14 @@ impl Run {
             }
             if self.stats.steps > MAX_STEPS {
                 return Err(self.fail("steps: the run did not end".into()));
+            }
+            if !self.orphans.is_empty() && (!faulty || self.draws.chance(30)) {
+                let orphan = self
+                    .orphans
+                    .remove(self.draws.below(self.orphans.len() as u64) as usize);
+                self.stats.steps += 1;
+                self.deliver(orphan, Fate::Land).await?;
+                continue;
             }
             let mut parked = self.wire.take_all();
             if parked.is_empty() {

@@ -17,10 +17,18 @@ impl Run {
         fate: Fate,
     ) -> Result<(), Failure> {
         let (who, label, writes) = (parked.caller, parked.label(), parked.writes());
-        if matches!(fate, Fate::CrashBefore | Fate::CrashAfter) {
+        if matches!(fate, Fate::CrashBefore | Fate::CrashAfter | Fate::LandsLate) {
             if let Some(op) = self.ops.get(&who) {
                 op.abort();
             }
+        }
+        if fate == Fate::LandsLate {
+            self.note(
+                who,
+                format!("{label}: the function gives up on it (timeout); it lands later"),
+            );
+            self.orphans.push(parked.detached());
+            return Ok(());
         }
         if fate.lands() {
             self.stats.requests += 1;

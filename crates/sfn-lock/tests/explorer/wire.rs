@@ -101,6 +101,13 @@ impl Parked {
             .is_some_and(|t| t.starts_with("AWSStepFunctions."))
     }
 
+    /// The request without its caller: it lands later, and nobody hears.
+    pub fn detached(mut self) -> Parked {
+        let (tx, _) = oneshot::channel();
+        drop(std::mem::replace(&mut self.answer, tx));
+        self
+    }
+
     pub fn answer(self, answer: Result<HttpResponse, ConnectorError>) {
         // The caller may have crashed (its future dropped): nobody to tell.
         let _ = self.answer.send(answer);
