@@ -70,6 +70,9 @@ pub struct Caller {
     /// Its execution ended without a Catch; a workload it started runs on until this.
     pub aborted: bool,
     pub runs_until: Option<i64>,
+    /// Locked sections still to run after this one: an execution that takes
+    /// the same lock again (a loop), under the same owner.
+    pub cycles_left: u32,
 }
 
 impl Caller {
@@ -102,6 +105,7 @@ impl Caller {
             belief: None,
             aborted: false,
             runs_until: None,
+            cycles_left: u32::from(draws.chance(30)),
         }
     }
 

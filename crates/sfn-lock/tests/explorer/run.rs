@@ -66,6 +66,9 @@ pub struct Run {
     pub sweeps_started: usize,
     /// Requests whose caller gave up on them, still on their way.
     pub orphans: Vec<super::wire::Parked>,
+    /// Callers one of whose release calls was given up on while its request
+    /// was on its way: Step Functions' next call may find the grant gone.
+    pub orphaned_releases: std::collections::BTreeSet<usize>,
     /// Owners whose grant an operator forced out: not told, so their belief no longer counts.
     pub forced: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
     /// Grants a forced release went for; confirmed into `forced` once gone from the store.
@@ -143,6 +146,7 @@ impl Run {
             lost_answers: BTreeMap::new(),
             sweeps_started: 0,
             orphans: Vec::new(),
+            orphaned_releases: Default::default(),
             forced: Arc::default(),
             force_targets: Arc::default(),
         }

@@ -23,6 +23,9 @@ impl Run {
             }
         }
         if fate == Fate::LandsLate {
+            if matches!(self.ops.get(&who), Some(super::ops::Op::Release { .. })) {
+                self.orphaned_releases.insert(who);
+            }
             self.note(
                 who,
                 format!("{label}: the function gives up on it (timeout); it lands later"),

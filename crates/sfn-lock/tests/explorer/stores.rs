@@ -123,13 +123,25 @@ fn table_name(run: &str) -> String {
     format!("explore-{run}")
 }
 
+/// Each run's clients get retry quotas of their own: the SDK's token bucket
+/// is per partition, process-wide, and a run must not inherit what earlier
+/// runs' faults spent (a seed would not replay alone as it ran among others).
+fn partition(service: &str, run: &str) -> String {
+    format!("explore-{service}-{run}")
+}
+
 pub fn build(kind: Kind, sdk: &SdkConfig, run: &str) -> AnyStore {
     match kind {
         Kind::DynamoDb => {
             let table = table_name(run);
             let sfn = sfn_lock::lambda::waker_client(sdk);
+            let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+                .retry_partition(aws_sdk_dynamodb::config::retry::RetryPartition::new(
+                    partition("dynamodb", run),
+                ))
+                .build();
             AnyStore::DynamoDb(
-                DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table)
+                DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table)
                     .with_waker(Arc::new(SfnWaker::new(sfn))),
             )
         }
@@ -137,15 +149,29 @@ pub fn build(kind: Kind, sdk: &SdkConfig, run: &str) -> AnyStore {
             let bucket = std::env::var("SFN_LOCK_BUCKET").unwrap_or_else(|_| {
                 panic!("SFN_LOCK_BUCKET is not set: run under scripts/local-stack.sh")
             });
+            let config = s3_client(sdk)
+                .config()
+                .to_builder()
+                .retry_partition(aws_sdk_s3::config::retry::RetryPartition::new(partition(
+                    "s3", run,
+                )))
+                .build();
             AnyStore::S3(S3Store::s3(
-                s3_client(sdk),
+                aws_sdk_s3::Client::from_conf(config),
                 bucket,
                 format!("explore/{run}/"),
             ))
         }
-        Kind::Ssm => AnyStore::Ssm(SsmStore::ssm(
-            aws_sdk_ssm::Client::new(sdk),
-            format!("/sfn-lock-explore/{run}"),
-        )),
+        Kind::Ssm => {
+            let config = aws_sdk_ssm::config::Builder::from(sdk)
+                .retry_partition(aws_sdk_ssm::config::retry::RetryPartition::new(partition(
+                    "ssm", run,
+                )))
+                .build();
+            AnyStore::Ssm(SsmStore::ssm(
+                aws_sdk_ssm::Client::from_conf(config),
+                format!("/sfn-lock-explore/{run}"),
+            ))
+        }
     }
 }
