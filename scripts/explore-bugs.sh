@@ -40,7 +40,7 @@ for id in "${ids[@]}"; do
        cargo test -q -p sfn-lock --test explore -- --test-threads 1 >"$log" 2>&1; then
     echo "   MISSED: the explorer found nothing on $store in ${budget} s"
     missed=$((missed + 1))
-  elif grep -A1 "panicked at" "$log" | grep -q "^$caught_by:"; then
+  elif grep -A1 "panicked at" "$log" | grep -qE "^($caught_by):"; then
     echo "   found in $(( $(date +%s) - started )) s (build included), by '$caught_by':"
     sed -n '/panicked at/,/^stack backtrace\|^note:/p' "$log" | sed '1d;$d' | sed 's/^/   /'
   else
