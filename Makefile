@@ -38,7 +38,7 @@ stores-test: $(VENV)/.installed node_modules/.installed
 # EXPLORE_STORE=dynamodb|s3|ssm for one, EXPLORE_SEED=<hex> to replay a seed
 # it printed. It reports schedules explored per second.
 explore: $(VENV)/.installed
-	EXPLORE_SECONDS=$${EXPLORE_SECONDS:-600} scripts/local-stack.sh cargo test -p sfn-lock --test explore -- --nocapture --test-threads 3
+	EXPLORE_SECONDS=$${EXPLORE_SECONDS:-600} scripts/local-stack.sh cargo test --workspace --test explore -- --nocapture --test-threads 3
 
 # Each bug an earlier issue fixed, re-introduced (tests/explorer-bugs/*.patch),
 # must be found by the explorer within make test's budget (about 1 min a bug).

@@ -37,7 +37,7 @@ for id in "${ids[@]}"; do
   log=$(mktemp)
   started=$(date +%s)
   if EXPLORE_STORE="$store" EXPLORE_SECONDS="$budget" \
-       cargo test -q -p sfn-lock --test explore -- --test-threads 1 >"$log" 2>&1; then
+       cargo test -q --workspace --test explore -- --test-threads 1 >"$log" 2>&1; then
     echo "   MISSED: the explorer found nothing on $store in ${budget} s"
     missed=$((missed + 1))
   elif grep -A1 "panicked at" "$log" | grep -qE "^($caught_by):"; then

