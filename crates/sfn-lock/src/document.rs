@@ -114,7 +114,10 @@ pub fn decide_acquire(
     let mine = next.holders.iter().position(|h| h.owner == owner.as_str());
     if let Some(index) = mine.filter(|&index| live(&next.holders[index], now)) {
         let holder = &mut next.holders[index];
-        holder.expires_at = expires_at;
+        // Never earlier than it was: a renewal from a clock behind (a retried
+        // task whose first attempt ran on) must not cut short the lease its
+        // holder was told, or a rival gets in beside it.
+        holder.expires_at = holder.expires_at.max(expires_at);
         let lease = lease_of(lock_name, owner, holder);
         return AcquireStep::Write(next, AcquireOutcome::Renewed(lease));
     }

@@ -100,10 +100,13 @@ const HAND_OFF: &str = concat!(
 );
 const HAND_OFF_CONDITION: &str = concat!(mutex_room!(), " AND #entry = :seq");
 
-/// The caller holds this very grant and it is still live: move the expiry.
+/// The caller holds this very grant and it is still live: move the expiry,
+/// never earlier (a renewal from a clock behind, e.g. a retried task whose
+/// first attempt ran on, must not cut short the lease its holder was told;
+/// the acquire answers from the item when it already lasts longer).
 const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
-const RENEW_CONDITION: &str =
-    "#owner = :owner AND #fencingToken = :fencingToken AND #expiresAt >= :now";
+const RENEW_CONDITION: &str = "#owner = :owner AND #fencingToken = :fencingToken \
+     AND #expiresAt >= :now AND #expiresAt <= :expiresAt";
 
 /// Frees the lock and records who released which grant, in the same write.
 /// Grants and renewals leave the record alone, so a retried release whose first

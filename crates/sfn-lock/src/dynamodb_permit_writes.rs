@@ -55,7 +55,9 @@ const HAND_OFF_PERMIT_CONDITION: &str = concat!(permit_room!(), " AND #entry = :
 /// path would fail as an invalid path, not as a failed condition, if the
 /// permit were gone, and DynamoDB does not document which it checks first.
 const RENEW_PERMIT: &str = "SET #permit = :permit, #ttl = :ttl";
-const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken AND #permit.#expiresAt >= :now";
+/// As RENEW_CONDITION (`dynamodb.rs`): live, and never moved earlier.
+const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken \
+     AND #permit.#expiresAt >= :now AND #permit.#expiresAt <= :expiresAt";
 
 /// Frees the caller's permit and records the release as the mutex does.
 pub(crate) const RELEASE_PERMIT: &str = "REMOVE #permit, #token, #wake \
@@ -208,6 +210,7 @@ impl DynamoStore {
             .value(":fencingToken", number(fencing_token))
             .value(":permit", permit_value(owner, acquired_at, expires_at))
             .value(":now", number(now.0))
+            .value(":expiresAt", number(expires_at.0))
             .value(":ttl", permit_ttl(now));
         self.conditional_update(lock_name.as_str(), write).await
     }

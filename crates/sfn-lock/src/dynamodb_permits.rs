@@ -190,12 +190,17 @@ pub(crate) fn live_holders(item: &Item, now: EpochMillis) -> Result<Vec<Holder>,
 /// What an acquire does after its first write found the item in the way.
 #[derive(Debug)]
 pub(crate) enum Decision {
-    /// The caller holds the live mutex-format lease: renew it.
-    RenewMutex { fencing_token: u64 },
+    /// The caller holds the live mutex-format lease (until `expires_at`):
+    /// renew it.
+    RenewMutex {
+        fencing_token: u64,
+        expires_at: EpochMillis,
+    },
     /// The caller holds a live permit: renew it (keeping its grant time).
     RenewPermit {
         fencing_token: u64,
         acquired_at: EpochMillis,
+        expires_at: EpochMillis,
     },
     /// Live holders fill the caller's limit.
     Held(Contention),
@@ -228,6 +233,7 @@ pub(crate) fn decide(
             return Ok(match holder.owner == owner.as_str() {
                 true => Decision::RenewMutex {
                     fencing_token: holder.fencing_token,
+                    expires_at: holder.expires_at,
                 },
                 false => Decision::Held(Contention {
                     limit: limit.get(),
@@ -247,6 +253,7 @@ pub(crate) fn decide(
         return Ok(Decision::RenewPermit {
             fencing_token: mine.holder.fencing_token,
             acquired_at: mine.acquired_at,
+            expires_at: mine.holder.expires_at,
         });
     }
     if live.len() >= limit.get() as usize {

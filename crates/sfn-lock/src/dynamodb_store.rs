@@ -177,7 +177,25 @@ impl DynamoStore {
                     }
                 }
                 // Our own live grant: a retried task or a deliberate renewal.
-                Decision::RenewMutex { fencing_token } => self
+                // Already lasting at least as long (a renewal from a clock
+                // behind): it stands as it is, never cut short.
+                Decision::RenewMutex {
+                    expires_at: held_until,
+                    ..
+                } if held_until >= expires_at => {
+                    let item = old_item.unwrap_or_default();
+                    return lease_from(lock_name, owner, &item)
+                        .map(|lease| Core::Done(AcquireOutcome::Renewed(lease)));
+                }
+                Decision::RenewPermit {
+                    expires_at: held_until,
+                    ..
+                } if held_until >= expires_at => {
+                    let item = old_item.unwrap_or_default();
+                    return permit_lease(lock_name, owner, &item)
+                        .map(|lease| Core::Done(AcquireOutcome::Renewed(lease)));
+                }
+                Decision::RenewMutex { fencing_token, .. } => self
                     .renew(lock_name, owner, fencing_token, expires_at, now)
                     .await
                     .map(|item| {
@@ -187,6 +205,7 @@ impl DynamoStore {
                 Decision::RenewPermit {
                     fencing_token,
                     acquired_at,
+                    ..
                 } => self
                     .renew_permit(
                         lock_name,

@@ -16,7 +16,58 @@ for_every_store!(
     locks_held_by_finds_an_owners_locks_until_released,
     any_name_the_contract_accepts_round_trips,
     a_mutex_holder_admits_no_permit_beside_it_and_permits_keep_out_a_mutex,
+    a_renewal_from_a_clock_behind_never_shortens_the_lease,
 );
+
+/// A renewal computed from an earlier instant (a task retried while its first
+/// attempt ran on, a hand-off written by a caller whose clock runs ahead)
+/// must not move the expiry back: the holder was told the later one, and a
+/// rival let in before it would run beside it.
+async fn a_renewal_from_a_clock_behind_never_shortens_the_lease(store: AnyStore, _: &str) {
+    for limit in [1, 2] {
+        let (name, now) = (lock("renew-behind"), EpochMillis::now());
+        let limit = Limit::new("limit", limit).unwrap();
+        let ahead = EpochMillis(now.0 + 10_000);
+        let (a, b) = (owner("arn:a"), owner("arn:b"));
+        let first = granted(
+            store
+                .acquire_with_limit(&name, &a, lease(60), limit, ahead)
+                .await
+                .unwrap(),
+        );
+        let again = store
+            .acquire_with_limit(&name, &a, lease(60), limit, now)
+            .await
+            .unwrap();
+        let AcquireOutcome::Renewed(renewed) = again else {
+            panic!("expected a renewal, got {again:?}");
+        };
+        assert_eq!(renewed.fencing_token, first.fencing_token);
+        assert_eq!(renewed.expires_at, first.expires_at, "limit {limit:?}");
+        if limit.get() == 2 {
+            granted(
+                store
+                    .acquire_with_limit(&name, &b, lease(60), limit, ahead)
+                    .await
+                    .unwrap(),
+            );
+        }
+        let rival = store
+            .acquire_with_limit(
+                &name,
+                &owner("arn:c"),
+                lease(60),
+                limit,
+                now.plus_seconds(65),
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(rival, AcquireOutcome::Held(_)),
+            "limit {limit:?}: {rival:?}"
+        );
+    }
+}
 
 async fn a_semaphore_admits_limit_holders_each_with_its_own_token(store: AnyStore, _: &str) {
     let (name, now) = (lock("semaphore"), EpochMillis::now());

@@ -37,7 +37,9 @@ impl Run {
             match op {
                 Op::Acquire(handle) => {
                     let answer = handle.await;
+                    let answered = matches!(answer, Ok(Ok(_)));
                     self.took_acquire(id, answer).await?;
+                    self.check_woken(id, answered).await?;
                 }
                 Op::Release {
                     handle,
@@ -45,11 +47,16 @@ impl Run {
                     landings_at_start,
                 } => {
                     let answer = handle.await;
+                    let answered = matches!(answer, Ok(Ok(_)));
                     self.took_release(id, answer, held_at_start, landings_at_start)
                         .await?;
+                    self.check_woken(id, answered).await?;
                 }
                 Op::Reconcile(handle) => {
-                    let text = match handle.await {
+                    let answer = handle.await;
+                    let answered = matches!(&answer, Ok(Ok(report)) if report.failed == 0);
+                    self.check_woken(id, answered).await?;
+                    let text = match answer {
                         Ok(Ok(report)) => format!(
                             "reconciled: {} queue(s) woken, {} lock(s) trimmed ({} looked at), {} failed",
                             report.queues_woken.len(),
@@ -63,7 +70,9 @@ impl Run {
                     self.note(id, text);
                 }
                 Op::Force(handle) => {
-                    let text = match handle.await {
+                    let answer = handle.await;
+                    self.check_woken(id, matches!(answer, Ok(Ok(_)))).await?;
+                    let text = match answer {
                         Ok(Ok(freed)) => format!("forced release freed {freed} grant(s)"),
                         Ok(Err(error)) => format!("forced release failed: {}", error.error_type()),
                         Err(_) => "forced release died".into(),
@@ -75,7 +84,11 @@ impl Run {
                     body,
                     receives,
                 } => {
-                    let (text, again) = match handle.await {
+                    let answer = handle.await;
+                    let answered =
+                        matches!(&answer, Ok(Ok(report)) if report.batch_item_failures.is_empty());
+                    self.check_woken(id, answered).await?;
+                    let (text, again) = match answer {
                         Ok(Ok(report)) => (
                             format!(
                                 "swept: {} released, {} deferred, {} failed",
@@ -114,7 +127,9 @@ impl Run {
     async fn confirm_forced(&mut self) {
         let targets: Vec<(usize, String, u64)> =
             std::mem::take(&mut *self.force_targets.lock().unwrap_or_else(|p| p.into_inner()));
-        let operator_running = self.ops.contains_key(&super::run::OPERATOR);
+        // Its write the operator's function gave up on may still land.
+        let operator_running = self.ops.contains_key(&super::run::OPERATOR)
+            || (self.orphans.iter()).any(|orphan| orphan.caller == super::run::OPERATOR);
         for (lock, owner, token) in targets {
             let view = self.inspect(lock).await;
             if checks::kept(&view, &owner, token).is_none() {

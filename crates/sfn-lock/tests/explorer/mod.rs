@@ -6,6 +6,7 @@
 //! on the real server rather than on in-process models.
 
 mod answers;
+mod asleep;
 pub mod callers;
 mod checks;
 pub mod draws;

@@ -73,6 +73,8 @@ pub struct Run {
     pub forced: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
     /// Grants a forced release went for; confirmed into `forced` once gone from the store.
     pub force_targets: Arc<std::sync::Mutex<Vec<(usize, String, u64)>>>,
+    /// Hand-offs seen, and their wake-ups (`asleep.rs`).
+    pub handed: super::asleep::Handed,
 }
 
 impl Run {
@@ -149,6 +151,7 @@ impl Run {
             orphaned_releases: Default::default(),
             forced: Arc::default(),
             force_targets: Arc::default(),
+            handed: Default::default(),
         }
     }
 
@@ -238,6 +241,7 @@ impl Run {
                     ),
                 );
                 self.advance_to(self.now + stall);
+                self.handed.stalled_ms += stall;
                 continue;
             }
             if faulty && self.draws.chance(2) {

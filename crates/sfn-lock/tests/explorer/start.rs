@@ -181,6 +181,7 @@ impl Run {
                 };
             }
             _ if self.now >= deadline => {
+                self.check_not_asleep(id, &token)?;
                 self.tokens.close(&token);
                 self.note(id, "its queued task times out; the Catch withdraws");
                 let caller = &mut self.callers[id];

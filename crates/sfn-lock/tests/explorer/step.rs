@@ -17,6 +17,12 @@ impl Run {
         fate: Fate,
     ) -> Result<(), Failure> {
         let (who, label, writes) = (parked.caller, parked.label(), parked.writes());
+        let orphan = parked.orphan;
+        if parked.is_sfn() && !fate.lands() {
+            if let Some(token) = parked.task_token() {
+                self.handed.unsent.insert((who, token));
+            }
+        }
         if matches!(fate, Fate::CrashBefore | Fate::CrashAfter | Fate::LandsLate) {
             if let Some(op) = self.ops.get(&who) {
                 op.abort();
@@ -66,6 +72,7 @@ impl Run {
             for lock in 0..self.locks.len() {
                 let view = self.inspect(lock).await;
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
+                self.note_handed(who, orphan, lock, &view);
             }
         }
         Ok(())

@@ -36,6 +36,8 @@ pub struct Parked {
     pub uri: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Its function gave up on it (`detached`): it lands for nobody.
+    pub orphan: bool,
     answer: oneshot::Sender<Result<HttpResponse, ConnectorError>>,
 }
 
@@ -101,10 +103,17 @@ impl Parked {
             .is_some_and(|t| t.starts_with("AWSStepFunctions."))
     }
 
+    /// A `SendTaskSuccess`'s task token.
+    pub fn task_token(&self) -> Option<String> {
+        let body: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+        body["taskToken"].as_str().map(str::to_owned)
+    }
+
     /// The request without its caller: it lands later, and nobody hears.
     pub fn detached(mut self) -> Parked {
         let (tx, _) = oneshot::channel();
         drop(std::mem::replace(&mut self.answer, tx));
+        self.orphan = true;
         self
     }
 
@@ -186,6 +195,7 @@ impl HttpConnector for WireConnector {
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
             body: request.body().bytes().unwrap_or_default().to_vec(),
+            orphan: false,
             answer: tx,
         };
         lock(&self.0.parked).push(parked);
