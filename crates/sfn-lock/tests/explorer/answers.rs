@@ -45,6 +45,7 @@ impl Run {
                     handle,
                     held_at_start,
                     landings_at_start,
+                    ..
                 } => {
                     let answer = handle.await;
                     let answered = matches!(answer, Ok(Ok(_)));

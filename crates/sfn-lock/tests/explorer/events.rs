@@ -98,6 +98,12 @@ impl Run {
                 Phase::Done(_) => {}
             }
         }
+        for runaway in self.runaways.values() {
+            due.push(runaway.stops_at);
+            if runaway.resumes_at > self.now {
+                due.push(runaway.resumes_at);
+            }
+        }
         if due.is_empty() && self.ops.is_empty() {
             return None;
         }
@@ -123,7 +129,7 @@ pub fn spawn<T: Send + 'static>(
     work: impl std::future::Future<Output = Result<T, LockError>> + Send + 'static,
 ) -> super::run::Answered<T> {
     let bell = wire.bell.clone();
-    tokio::spawn(CALLER.scope(id, async move {
+    tokio::spawn(CALLER.scope(wire.identity(id), async move {
         let answer = work.await;
         bell.notify_one();
         answer

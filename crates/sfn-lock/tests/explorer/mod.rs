@@ -16,6 +16,7 @@ mod footprint;
 mod ops;
 mod ports;
 pub mod run;
+mod runaway;
 mod start;
 mod step;
 pub mod stores;

@@ -12,6 +12,8 @@ pub enum Op {
         held_at_start: bool,
         /// Landings when it began: (sweep, reconciler or operator; other callers' releases).
         landings_at_start: (usize, usize, usize),
+        /// When it began (Lambda stops it a Timeout later).
+        started: i64,
     },
     Reconcile(Answered<sfn_lock::reconcile::ReconcileReport>),
     Sweep {

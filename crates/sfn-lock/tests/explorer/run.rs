@@ -75,6 +75,10 @@ pub struct Run {
     pub force_targets: Arc<std::sync::Mutex<Vec<(usize, String, u64)>>>,
     /// Hand-offs seen, and their wake-ups (`asleep.rs`).
     pub handed: super::asleep::Handed,
+    /// Release calls Step Functions gave up on that run on, by wire identity
+    /// (`runaway.rs`), and the caller of every such identity ever made.
+    pub runaways: BTreeMap<usize, super::runaway::Runaway>,
+    pub runaway_of: BTreeMap<usize, usize>,
 }
 
 impl Run {
@@ -152,6 +156,8 @@ impl Run {
             forced: Arc::default(),
             force_targets: Arc::default(),
             handed: Default::default(),
+            runaways: BTreeMap::new(),
+            runaway_of: BTreeMap::new(),
         }
     }
 
@@ -160,6 +166,9 @@ impl Run {
         let who = match who {
             RECONCILER => "reconciler".to_owned(),
             OPERATOR => "operator".to_owned(),
+            id if id >= super::runaway::RUNAWAYS && id < usize::MAX - 1 => {
+                format!("c{}'", self.caller_of(id))
+            }
             id if id >= SWEEPS => format!("sweep{}", id - SWEEPS),
             id => format!("c{id}"),
         };
@@ -180,6 +189,7 @@ impl Run {
         loop {
             self.settle().await?;
             self.harvest().await?;
+            self.harvest_runaways().await;
             if self.start_due().await? {
                 continue;
             }
@@ -218,6 +228,7 @@ impl Run {
                 continue;
             }
             let mut parked = self.wire.take_all();
+            self.hold_back(&mut parked);
             if parked.is_empty() {
                 match self.next_timer() {
                     Some(at) => self.advance_to(at),
@@ -247,6 +258,11 @@ impl Run {
             if faulty && self.draws.chance(2) {
                 self.wire.put_back(parked);
                 self.abort_one();
+                continue;
+            }
+            if faulty && self.draws.chance(2) {
+                self.wire.put_back(parked);
+                self.run_away(None);
                 continue;
             }
             if faulty && self.draws.chance(1) && !self.ops.contains_key(&OPERATOR) {

@@ -154,6 +154,7 @@ impl Run {
                 handle,
                 held_at_start,
                 landings_at_start,
+                started: self.now,
             },
         );
     }

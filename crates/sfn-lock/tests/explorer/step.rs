@@ -24,13 +24,14 @@ impl Run {
             }
         }
         if matches!(fate, Fate::CrashBefore | Fate::CrashAfter | Fate::LandsLate) {
-            if let Some(op) = self.ops.get(&who) {
+            if let Some(op) = self.op_of(who) {
                 op.abort();
             }
         }
+        let releasing = matches!(self.op_of(who), Some(super::ops::Op::Release { .. }));
         if fate == Fate::LandsLate {
-            if matches!(self.ops.get(&who), Some(super::ops::Op::Release { .. })) {
-                self.orphaned_releases.insert(who);
+            if releasing {
+                self.orphaned_releases.insert(self.caller_of(who));
             }
             self.note(
                 who,
@@ -44,8 +45,11 @@ impl Run {
             if who >= RECONCILER && writes {
                 self.system_landings += 1;
             }
-            if writes && matches!(self.ops.get(&who), Some(super::ops::Op::Release { .. })) {
-                *self.release_landings.entry(who).or_default() += 1;
+            if writes && releasing {
+                *self
+                    .release_landings
+                    .entry(self.caller_of(who))
+                    .or_default() += 1;
             }
             if fate == Fate::AnswerLost {
                 *self.lost_answers.entry(who).or_default() += 1;
@@ -68,6 +72,11 @@ impl Run {
             _ => "",
         };
         self.note(who, format!("{label}: {answer}{crash}"));
+        // A release whose write landed unheard: Step Functions may give up
+        // on the call while it runs on (the SDK's retry still to come).
+        if fate == Fate::AnswerLost && releasing && writes && self.draws.chance(30) {
+            self.run_away(Some(who));
+        }
         if fate.lands() && writes {
             for lock in 0..self.locks.len() {
                 let view = self.inspect(lock).await;
@@ -84,10 +93,10 @@ impl Run {
     pub async fn settle(&mut self) -> Result<(), Failure> {
         for _ in 0..100_000 {
             let parked = self.wire.parked_callers();
-            if self
-                .ops
-                .iter()
-                .all(|(id, op)| op.is_finished() || parked.contains(id))
+            let settled =
+                |(id, op): (&usize, &super::ops::Op)| op.is_finished() || parked.contains(id);
+            if self.ops.iter().all(settled)
+                && (self.runaways.iter()).all(|(id, r)| settled((id, &r.op)))
             {
                 return Ok(());
             }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::client::http::{
@@ -22,8 +23,10 @@ use aws_smithy_types::body::SdkBody;
 use tokio::sync::{oneshot, Notify};
 
 tokio::task_local! {
-    /// The caller whose operation is being polled: requests are theirs.
-    pub static CALLER: usize;
+    /// The wire identity of the operation being polled: its requests are
+    /// parked under it. A cell, so that a call Step Functions gave up on,
+    /// which runs on, can be told apart from the caller's next call.
+    pub static CALLER: Arc<AtomicUsize>;
 }
 
 /// One request as the scheduler sees it.
@@ -128,6 +131,8 @@ impl Parked {
 pub struct Wire {
     parked: Arc<Mutex<Vec<Parked>>>,
     seqs: Arc<Mutex<BTreeMap<usize, u64>>>,
+    /// The identity cell of each id's latest operation.
+    identities: Arc<Mutex<BTreeMap<usize, Arc<AtomicUsize>>>>,
     pub bell: Arc<Notify>,
 }
 
@@ -145,6 +150,26 @@ impl Wire {
 
     pub fn put_back(&self, parked: Vec<Parked>) {
         lock(&self.parked).extend(parked);
+    }
+
+    /// A new operation's identity: `id`, until renamed.
+    pub fn identity(&self, id: usize) -> Arc<AtomicUsize> {
+        let cell = Arc::new(AtomicUsize::new(id));
+        lock(&self.identities).insert(id, cell.clone());
+        cell
+    }
+
+    /// `from`'s operation goes on as `to`: its parked requests and the ones
+    /// it sends next.
+    pub fn rename(&self, from: usize, to: usize) {
+        if let Some(cell) = lock(&self.identities).remove(&from) {
+            cell.store(to, Ordering::SeqCst);
+        }
+        for parked in lock(&self.parked).iter_mut() {
+            if parked.caller == from {
+                parked.caller = to;
+            }
+        }
     }
 
     pub fn parked_callers(&self) -> Vec<usize> {
@@ -176,7 +201,9 @@ struct WireConnector(Wire);
 
 impl HttpConnector for WireConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let caller = CALLER.try_with(|caller| *caller).unwrap_or(usize::MAX);
+        let caller = CALLER
+            .try_with(|caller| caller.load(Ordering::SeqCst))
+            .unwrap_or(usize::MAX);
         let seq = {
             let mut seqs = lock(&self.0.seqs);
             let next = seqs.entry(caller).or_insert(0);

@@ -1,0 +1,124 @@
+//! A release call Step Functions gave up on while its function ran on: the
+//! Release Lock Task retries `Lambda.ClientExecutionTimeoutException` and
+//! Lambda's service errors, which can come while the invocation still runs.
+//! The caller's retry starts at once, and the old call goes on beside it,
+//! under a wire identity of its own, until it ends or Lambda stops it at the
+//! function's Timeout. A caller that takes the same lock again (a loop) may
+//! then hold a new grant while its old release call still decides.
+
+use super::answers::RETRY_MS;
+use super::run::{Op, Run};
+
+/// Wire identities of calls that run on: `RUNAWAYS + n`.
+pub const RUNAWAYS: usize = 4_000;
+/// release-lock's Timeout in template.yaml: Lambda stops the call then.
+const RELEASE_TIMEOUT_MS: i64 = 26_000;
+
+pub struct Runaway {
+    pub op: Op,
+    /// It is slow (why Step Functions gave up): it sends nothing before this.
+    pub resumes_at: i64,
+    /// When Lambda stops it (its start plus the function's Timeout).
+    pub stops_at: i64,
+}
+
+impl Run {
+    /// Step Functions gives up on `id`'s running release call (any caller's
+    /// when `None`) and retries it; whether one was given up on.
+    pub fn run_away(&mut self, id: Option<usize>) -> bool {
+        let running: Vec<usize> = (self.ops.iter())
+            .filter(|(who, op)| {
+                **who < self.callers.len()
+                    && id.is_none_or(|id| id == **who)
+                    && matches!(op, Op::Release { .. })
+                    && !op.is_finished()
+            })
+            .map(|(who, _)| *who)
+            .collect();
+        if running.is_empty() {
+            return false;
+        }
+        let caller = running[self.draws.below(running.len() as u64) as usize];
+        let Some(op) = self.ops.remove(&caller) else {
+            return false;
+        };
+        let wire_id = RUNAWAYS + self.runaway_of.len();
+        self.runaway_of.insert(wire_id, caller);
+        self.wire.rename(caller, wire_id);
+        let started = match &op {
+            Op::Release { started, .. } => *started,
+            _ => self.now,
+        };
+        let stops_at = started + RELEASE_TIMEOUT_MS;
+        let resumes_at = (self.now + 1000 * (1 + self.draws.below(20) as i64)).min(stops_at);
+        self.runaways.insert(
+            wire_id,
+            Runaway {
+                op,
+                resumes_at,
+                stops_at,
+            },
+        );
+        // Its retry may find the grant this call freed: `not_held` (DESIGN.md).
+        self.orphaned_releases.insert(caller);
+        self.note(
+            caller,
+            "Step Functions gives up on its release call (ClientExecutionTimeout) and \
+             retries; the call runs on",
+        );
+        self.callers[caller].ready_at = self.now + RETRY_MS;
+        true
+    }
+
+    /// Calls that ran on and ended, or that Lambda stopped.
+    pub async fn harvest_runaways(&mut self) {
+        let due: Vec<usize> = (self.runaways.iter())
+            .filter(|(_, r)| r.op.is_finished() || self.now >= r.stops_at)
+            .map(|(id, _)| *id)
+            .collect();
+        for wire_id in due {
+            let Some(runaway) = self.runaways.remove(&wire_id) else {
+                continue;
+            };
+            if !runaway.op.is_finished() {
+                runaway.op.abort();
+                // What it had sent is on its way, and may still land.
+                let (mine, rest): (Vec<_>, Vec<_>) =
+                    (self.wire.take_all().into_iter()).partition(|parked| parked.caller == wire_id);
+                self.wire.put_back(rest);
+                (self.orphans).extend(mine.into_iter().map(|parked| parked.detached()));
+                self.note(wire_id, "Lambda stops the call at the function's Timeout");
+                continue;
+            }
+            let text = match runaway.op {
+                Op::Release { handle, .. } => match handle.await {
+                    Ok(Ok(response)) => format!("answered {} (nobody hears)", response.outcome),
+                    Ok(Err(error)) => format!("failed: {}", error.error_type()),
+                    Err(_) => "died".into(),
+                },
+                _ => "ended".into(),
+            };
+            self.note(wire_id, format!("the call that ran on {text}"));
+        }
+    }
+
+    /// Takes out of `parked` the requests of calls still slow, back onto the wire.
+    pub fn hold_back(&self, parked: &mut Vec<super::wire::Parked>) {
+        let slow = |who: &usize| (self.runaways.get(who)).is_some_and(|r| r.resumes_at > self.now);
+        let (held, offered): (Vec<_>, Vec<_>) = std::mem::take(parked)
+            .into_iter()
+            .partition(|p| slow(&p.caller));
+        *parked = offered;
+        self.wire.put_back(held);
+    }
+
+    /// The caller a wire identity's requests are for.
+    pub fn caller_of(&self, who: usize) -> usize {
+        self.runaway_of.get(&who).copied().unwrap_or(who)
+    }
+
+    /// The operation a wire identity's requests are for.
+    pub fn op_of(&self, who: usize) -> Option<&Op> {
+        (self.ops.get(&who)).or_else(|| self.runaways.get(&who).map(|r| &r.op))
+    }
+}
