@@ -105,7 +105,7 @@ impl Caller {
             belief: None,
             aborted: false,
             runs_until: None,
-            cycles_left: u32::from(draws.chance(30)),
+            cycles_left: u32::from(draws.chance(50)),
         }
     }
 

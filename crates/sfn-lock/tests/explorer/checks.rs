@@ -47,6 +47,32 @@ pub fn limit(
     Ok(())
 }
 
+/// A live grant its holder believes in stays in the store until the holder
+/// lets it go: nobody's write frees it, not even a call of the same owner
+/// Step Functions gave up on. An operator's forced release is the exception.
+pub fn held(
+    callers: &[Caller],
+    forced: &[(String, u64)],
+    lock: usize,
+    view: &LockView,
+    store_now: i64,
+) -> Result<(), String> {
+    for caller in callers.iter().filter(|caller| caller.lock == lock) {
+        let Some(belief) = caller.believes_live(store_now) else {
+            continue;
+        };
+        if !forced.contains(&(caller.owner.clone(), belief.token))
+            && kept(view, &caller.owner, belief.token).is_none()
+        {
+            return Err(format!(
+                "held: c{}'s live grant of lock {lock} (token {}) was freed while it worked",
+                caller.id, belief.token
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Tokens {
     /// A grant not seen before must carry a higher token than every earlier one.
     pub fn rise(&mut self, lock: usize, view: &LockView) -> Result<(), String> {

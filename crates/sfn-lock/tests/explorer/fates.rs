@@ -7,8 +7,9 @@ use aws_smithy_types::date_time::{DateTime, Format};
 use serde_json::Value;
 
 use super::draws::Draws;
+use super::server::{forward, throttled, Answer};
 use super::tokens::Tokens;
-use super::wire::{forward, throttled, Answer, Parked};
+use super::wire::Parked;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fate {

@@ -75,8 +75,7 @@ pub struct Run {
     pub force_targets: Arc<std::sync::Mutex<Vec<(usize, String, u64)>>>,
     /// Hand-offs seen, and their wake-ups (`asleep.rs`).
     pub handed: super::asleep::Handed,
-    /// Release calls Step Functions gave up on that run on, by wire identity
-    /// (`runaway.rs`), and the caller of every such identity ever made.
+    /// Release calls that run on, by wire identity, and each identity's caller (`runaway.rs`).
     pub runaways: BTreeMap<usize, super::runaway::Runaway>,
     pub runaway_of: BTreeMap<usize, usize>,
 }
@@ -166,9 +165,7 @@ impl Run {
         let who = match who {
             RECONCILER => "reconciler".to_owned(),
             OPERATOR => "operator".to_owned(),
-            id if id >= super::runaway::RUNAWAYS && id < usize::MAX - 1 => {
-                format!("c{}'", self.caller_of(id))
-            }
+            id if self.runaway_of.contains_key(&id) => format!("c{}'", self.caller_of(id)),
             id if id >= SWEEPS => format!("sweep{}", id - SWEEPS),
             id => format!("c{id}"),
         };

@@ -6,8 +6,11 @@
 //! function's Timeout. A caller that takes the same lock again (a loop) may
 //! then hold a new grant while its old release call still decides.
 
+use sfn_lock::LockView;
+
 use super::answers::RETRY_MS;
-use super::run::{Op, Run};
+use super::checks;
+use super::run::{Failure, Op, Run};
 
 /// Wire identities of calls that run on: `RUNAWAYS + n`.
 pub const RUNAWAYS: usize = 4_000;
@@ -16,6 +19,8 @@ const RELEASE_TIMEOUT_MS: i64 = 26_000;
 
 pub struct Runaway {
     pub op: Op,
+    /// Its writes that landed.
+    pub writes: usize,
     /// It is slow (why Step Functions gave up): it sends nothing before this.
     pub resumes_at: i64,
     /// When Lambda stops it (its start plus the function's Timeout).
@@ -50,11 +55,12 @@ impl Run {
             _ => self.now,
         };
         let stops_at = started + RELEASE_TIMEOUT_MS;
-        let resumes_at = (self.now + 1000 * (1 + self.draws.below(20) as i64)).min(stops_at);
+        let resumes_at = (self.now + 1000 * (3 + self.draws.below(18) as i64)).min(stops_at);
         self.runaways.insert(
             wire_id,
             Runaway {
                 op,
+                writes: 0,
                 resumes_at,
                 stops_at,
             },
@@ -110,6 +116,55 @@ impl Run {
             .partition(|p| slow(&p.caller));
         *parked = offered;
         self.wire.put_back(held);
+    }
+
+    /// Counts a landed write of `who` that changed the store (its answer,
+    /// as `carry_out` told it, a 2xx): whether it is the first of a call that ran on.
+    pub fn runaway_wrote(&mut self, who: usize, answer: &str) -> bool {
+        let status = answer
+            .split(|c: char| !c.is_ascii_digit())
+            .find(|s| s.len() == 3);
+        let changed = status.is_some_and(|status| status.starts_with('2'));
+        changed
+            && self.runaways.get_mut(&who).is_some_and(|runaway| {
+                runaway.writes += 1;
+                runaway.writes == 1
+            })
+    }
+
+    /// After `who`'s write landed: `checks::held`, but for the case DESIGN.md
+    /// documents ("A release call Step Functions gave up on"): the first
+    /// write of a release call that ran on frees its owner's later grant.
+    /// That grant stops counting, as a forced-out one does: its holder is
+    /// not told. A later write of that call (its first landed: it should
+    /// have found its own release record) is not excused.
+    pub fn check_held(
+        &mut self,
+        who: usize,
+        first_of_runaway: bool,
+        lock: usize,
+        view: &LockView,
+    ) -> Result<(), Failure> {
+        let caller = self.caller_of(who);
+        if first_of_runaway && self.callers[caller].lock == lock {
+            let owner = self.callers[caller].owner.clone();
+            let belief = self.callers[caller].believes_live(self.now);
+            if let Some(belief) = belief.filter(|b| checks::kept(view, &owner, b.token).is_none()) {
+                self.note(
+                    who,
+                    format!("freed c{caller}'s later grant (token {}): DESIGN.md, \"A release call Step Functions gave up on\"", belief.token),
+                );
+                (self.forced.lock().unwrap_or_else(|p| p.into_inner())).push((owner, belief.token));
+            }
+        }
+        // Forced out, or being forced out (confirmed once gone).
+        let mut forced = (self.forced.lock().unwrap_or_else(|p| p.into_inner())).clone();
+        forced.extend(
+            (self.force_targets.lock().unwrap_or_else(|p| p.into_inner()))
+                .iter()
+                .map(|(_, owner, token)| (owner.clone(), *token)),
+        );
+        checks::held(&self.callers, &forced, lock, view, self.now).map_err(|e| self.fail(e))
     }
 
     /// The caller a wire identity's requests are for.

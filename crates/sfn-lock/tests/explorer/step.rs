@@ -74,13 +74,15 @@ impl Run {
         self.note(who, format!("{label}: {answer}{crash}"));
         // A release whose write landed unheard: Step Functions may give up
         // on the call while it runs on (the SDK's retry still to come).
-        if fate == Fate::AnswerLost && releasing && writes && self.draws.chance(30) {
+        if fate == Fate::AnswerLost && releasing && writes && self.draws.chance(70) {
             self.run_away(Some(who));
         }
         if fate.lands() && writes {
+            let first_of_runaway = self.runaway_wrote(who, &answer);
             for lock in 0..self.locks.len() {
                 let view = self.inspect(lock).await;
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
+                self.check_held(who, first_of_runaway, lock, &view)?;
                 self.note_handed(who, orphan, lock, &view);
             }
         }

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::wire::{Answer, Parked};
+use super::server::Answer;
+use super::wire::Parked;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Task {
