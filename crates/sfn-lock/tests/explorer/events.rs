@@ -98,7 +98,7 @@ impl Run {
                 Phase::Done(_) => {}
             }
         }
-        for runaway in self.runaways.values() {
+        for runaway in self.runaways.calls.values() {
             due.push(runaway.stops_at);
             if runaway.resumes_at > self.now {
                 due.push(runaway.resumes_at);

@@ -76,8 +76,7 @@ pub struct Run {
     /// Hand-offs seen, and their wake-ups (`asleep.rs`).
     pub handed: super::asleep::Handed,
     /// Release calls that run on, by wire identity, and each identity's caller (`runaway.rs`).
-    pub runaways: BTreeMap<usize, super::runaway::Runaway>,
-    pub runaway_of: BTreeMap<usize, usize>,
+    pub runaways: super::runaway::Runaways,
 }
 
 impl Run {
@@ -155,8 +154,7 @@ impl Run {
             forced: Arc::default(),
             force_targets: Arc::default(),
             handed: Default::default(),
-            runaways: BTreeMap::new(),
-            runaway_of: BTreeMap::new(),
+            runaways: Default::default(),
         }
     }
 
@@ -165,7 +163,7 @@ impl Run {
         let who = match who {
             RECONCILER => "reconciler".to_owned(),
             OPERATOR => "operator".to_owned(),
-            id if self.runaway_of.contains_key(&id) => format!("c{}'", self.caller_of(id)),
+            id if self.runaways.of.contains_key(&id) => format!("c{}'", self.caller_of(id)),
             id if id >= SWEEPS => format!("sweep{}", id - SWEEPS),
             id => format!("c{id}"),
         };
@@ -269,10 +267,13 @@ impl Run {
             }
             let chosen = parked.remove(self.draws.below(parked.len() as u64) as usize);
             self.wire.put_back(parked);
-            let fate = if faulty {
-                Fate::draw(&mut self.draws)
-            } else {
-                Fate::Land
+            // A release's write lost unheard is where calls that run on
+            // matter (`runaway.rs`): it comes more often.
+            let releasing = matches!(self.op_of(chosen.caller), Some(Op::Release { .. }));
+            let fate = match faulty {
+                true if releasing && chosen.writes() && self.draws.chance(10) => Fate::AnswerLost,
+                true => Fate::draw(&mut self.draws),
+                false => Fate::Land,
             };
             self.deliver(chosen, fate).await?;
         }

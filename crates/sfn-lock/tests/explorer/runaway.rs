@@ -6,6 +6,8 @@
 //! function's Timeout. A caller that takes the same lock again (a loop) may
 //! then hold a new grant while its old release call still decides.
 
+use std::collections::BTreeMap;
+
 use sfn_lock::LockView;
 
 use super::answers::RETRY_MS;
@@ -16,6 +18,15 @@ use super::run::{Failure, Op, Run};
 pub const RUNAWAYS: usize = 4_000;
 /// release-lock's Timeout in template.yaml: Lambda stops the call then.
 const RELEASE_TIMEOUT_MS: i64 = 26_000;
+
+/// The calls that run on, by wire identity; the caller of every such
+/// identity ever made; and the writes each caller's current call landed.
+#[derive(Default)]
+pub struct Runaways {
+    pub calls: BTreeMap<usize, Runaway>,
+    pub of: BTreeMap<usize, usize>,
+    pub call_writes: BTreeMap<usize, usize>,
+}
 
 pub struct Runaway {
     pub op: Op,
@@ -47,8 +58,8 @@ impl Run {
         let Some(op) = self.ops.remove(&caller) else {
             return false;
         };
-        let wire_id = RUNAWAYS + self.runaway_of.len();
-        self.runaway_of.insert(wire_id, caller);
+        let wire_id = RUNAWAYS + self.runaways.of.len();
+        self.runaways.of.insert(wire_id, caller);
         self.wire.rename(caller, wire_id);
         let started = match &op {
             Op::Release { started, .. } => *started,
@@ -56,11 +67,12 @@ impl Run {
         };
         let stops_at = started + RELEASE_TIMEOUT_MS;
         let resumes_at = (self.now + 1000 * (3 + self.draws.below(18) as i64)).min(stops_at);
-        self.runaways.insert(
+        self.runaways.calls.insert(
             wire_id,
             Runaway {
                 op,
-                writes: 0,
+                // Its writes so far, landed before Step Functions gave up on it.
+                writes: self.runaways.call_writes.remove(&caller).unwrap_or(0),
                 resumes_at,
                 stops_at,
             },
@@ -78,12 +90,12 @@ impl Run {
 
     /// Calls that ran on and ended, or that Lambda stopped.
     pub async fn harvest_runaways(&mut self) {
-        let due: Vec<usize> = (self.runaways.iter())
+        let due: Vec<usize> = (self.runaways.calls.iter())
             .filter(|(_, r)| r.op.is_finished() || self.now >= r.stops_at)
             .map(|(id, _)| *id)
             .collect();
         for wire_id in due {
-            let Some(runaway) = self.runaways.remove(&wire_id) else {
+            let Some(runaway) = self.runaways.calls.remove(&wire_id) else {
                 continue;
             };
             if !runaway.op.is_finished() {
@@ -110,7 +122,8 @@ impl Run {
 
     /// Takes out of `parked` the requests of calls still slow, back onto the wire.
     pub fn hold_back(&self, parked: &mut Vec<super::wire::Parked>) {
-        let slow = |who: &usize| (self.runaways.get(who)).is_some_and(|r| r.resumes_at > self.now);
+        let slow =
+            |who: &usize| (self.runaways.calls.get(who)).is_some_and(|r| r.resumes_at > self.now);
         let (held, offered): (Vec<_>, Vec<_>) = std::mem::take(parked)
             .into_iter()
             .partition(|p| slow(&p.caller));
@@ -125,11 +138,19 @@ impl Run {
             .split(|c: char| !c.is_ascii_digit())
             .find(|s| s.len() == 3);
         let changed = status.is_some_and(|status| status.starts_with('2'));
-        changed
-            && self.runaways.get_mut(&who).is_some_and(|runaway| {
+        if !changed {
+            return false;
+        }
+        match self.runaways.calls.get_mut(&who) {
+            Some(runaway) => {
                 runaway.writes += 1;
                 runaway.writes == 1
-            })
+            }
+            None => {
+                *self.runaways.call_writes.entry(who).or_default() += 1;
+                false
+            }
+        }
     }
 
     /// After `who`'s write landed: `checks::held`, but for the case DESIGN.md
@@ -169,11 +190,11 @@ impl Run {
 
     /// The caller a wire identity's requests are for.
     pub fn caller_of(&self, who: usize) -> usize {
-        self.runaway_of.get(&who).copied().unwrap_or(who)
+        self.runaways.of.get(&who).copied().unwrap_or(who)
     }
 
     /// The operation a wire identity's requests are for.
     pub fn op_of(&self, who: usize) -> Option<&Op> {
-        (self.ops.get(&who)).or_else(|| self.runaways.get(&who).map(|r| &r.op))
+        (self.ops.get(&who)).or_else(|| self.runaways.calls.get(&who).map(|r| &r.op))
     }
 }

@@ -131,6 +131,7 @@ impl Run {
             None => false,
         };
         let landings_at_start = self.landings_besides(id);
+        self.runaways.call_writes.remove(&id);
         let caller = &self.callers[id];
         let event = caller.release_event(&name, limit, withdraw);
         let now = caller.clock(self.now);

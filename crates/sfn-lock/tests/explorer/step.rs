@@ -72,13 +72,13 @@ impl Run {
             _ => "",
         };
         self.note(who, format!("{label}: {answer}{crash}"));
+        let first_of_runaway = fate.lands() && writes && self.runaway_wrote(who, &answer);
         // A release whose write landed unheard: Step Functions may give up
         // on the call while it runs on (the SDK's retry still to come).
         if fate == Fate::AnswerLost && releasing && writes && self.draws.chance(70) {
             self.run_away(Some(who));
         }
         if fate.lands() && writes {
-            let first_of_runaway = self.runaway_wrote(who, &answer);
             for lock in 0..self.locks.len() {
                 let view = self.inspect(lock).await;
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
@@ -98,7 +98,7 @@ impl Run {
             let settled =
                 |(id, op): (&usize, &super::ops::Op)| op.is_finished() || parked.contains(id);
             if self.ops.iter().all(settled)
-                && (self.runaways.iter()).all(|(id, r)| settled((id, &r.op)))
+                && (self.runaways.calls.iter()).all(|(id, r)| settled((id, &r.op)))
             {
                 return Ok(());
             }
