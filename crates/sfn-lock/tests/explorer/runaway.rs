@@ -26,12 +26,16 @@ pub struct Runaways {
     pub calls: BTreeMap<usize, Runaway>,
     pub of: BTreeMap<usize, usize>,
     pub call_writes: BTreeMap<usize, usize>,
+    /// Requests of release calls given up on, on their way: (wire id, seq).
+    pub orphan_releases: std::collections::BTreeSet<(usize, u64)>,
 }
 
 pub struct Runaway {
     pub op: Op,
     /// Its writes that landed.
     pub writes: usize,
+    /// Other callers' release writes landed by its last write (`landings_besides`).
+    pub others_released: usize,
     /// It is slow (why Step Functions gave up): it sends nothing before this.
     pub resumes_at: i64,
     /// When Lambda stops it (its start plus the function's Timeout).
@@ -73,6 +77,7 @@ impl Run {
                 op,
                 // Its writes so far, landed before Step Functions gave up on it.
                 writes: self.runaways.call_writes.remove(&caller).unwrap_or(0),
+                others_released: self.landings_besides(caller).1,
                 resumes_at,
                 stops_at,
             },
@@ -104,7 +109,10 @@ impl Run {
                 let (mine, rest): (Vec<_>, Vec<_>) =
                     (self.wire.take_all().into_iter()).partition(|parked| parked.caller == wire_id);
                 self.wire.put_back(rest);
-                (self.orphans).extend(mine.into_iter().map(|parked| parked.detached()));
+                for parked in mine {
+                    (self.runaways.orphan_releases).insert((parked.caller, parked.seq));
+                    self.orphans.push(parked.detached());
+                }
                 self.note(wire_id, "Lambda stops the call at the function's Timeout");
                 continue;
             }
@@ -132,7 +140,9 @@ impl Run {
     }
 
     /// Counts a landed write of `who` that changed the store (its answer,
-    /// as `carry_out` told it, a 2xx): whether it is the first of a call that ran on.
+    /// as `carry_out` told it, a 2xx): whether it is a write of a call that
+    /// ran on which cannot know its own earlier release (its first, or on
+    /// DynamoDB one after another release overwrote the lock's record).
     pub fn runaway_wrote(&mut self, who: usize, answer: &str) -> bool {
         let status = answer
             .split(|c: char| !c.is_ascii_digit())
@@ -141,10 +151,16 @@ impl Run {
         if !changed {
             return false;
         }
+        let others_released = self.landings_besides(self.caller_of(who)).1;
+        // DynamoDB keeps one release record per lock: another release since
+        // the call's last write may have overwritten its own (DESIGN.md).
+        let one_record = self.kind == super::stores::Kind::DynamoDb;
         match self.runaways.calls.get_mut(&who) {
             Some(runaway) => {
                 runaway.writes += 1;
-                runaway.writes == 1
+                let overwritten = one_record && others_released > runaway.others_released;
+                runaway.others_released = others_released;
+                runaway.writes == 1 || overwritten
             }
             None => {
                 *self.runaways.call_writes.entry(who).or_default() += 1;
@@ -154,20 +170,21 @@ impl Run {
     }
 
     /// After `who`'s write landed: `checks::held`, but for the case DESIGN.md
-    /// documents ("A release call Step Functions gave up on"): the first
-    /// write of a release call that ran on frees its owner's later grant.
-    /// That grant stops counting, as a forced-out one does: its holder is
-    /// not told. A later write of that call (its first landed: it should
-    /// have found its own release record) is not excused.
+    /// documents ("A release call Step Functions gave up on"): a write of a
+    /// release call that ran on, which cannot know its own earlier release
+    /// ([`Run::runaway_wrote`]), frees its owner's later grant. That grant
+    /// stops counting, as a forced-out one does: its holder is not told. Any
+    /// other write of that call (it should have found its own release
+    /// record) is not excused.
     pub fn check_held(
         &mut self,
         who: usize,
-        first_of_runaway: bool,
+        unknowing: bool,
         lock: usize,
         view: &LockView,
     ) -> Result<(), Failure> {
         let caller = self.caller_of(who);
-        if first_of_runaway && self.callers[caller].lock == lock {
+        if unknowing && self.callers[caller].lock == lock {
             let owner = self.callers[caller].owner.clone();
             let belief = self.callers[caller].believes_live(self.now);
             if let Some(belief) = belief.filter(|b| checks::kept(view, &owner, b.token).is_none()) {

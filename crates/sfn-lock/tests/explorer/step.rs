@@ -17,7 +17,7 @@ impl Run {
         fate: Fate,
     ) -> Result<(), Failure> {
         let (who, label, writes) = (parked.caller, parked.label(), parked.writes());
-        let orphan = parked.orphan;
+        let (orphan, seq) = (parked.orphan, parked.seq);
         if parked.is_sfn() && !fate.lands() {
             if let Some(token) = parked.task_token() {
                 self.handed.unsent.insert((who, token));
@@ -28,10 +28,14 @@ impl Run {
                 op.abort();
             }
         }
-        let releasing = matches!(self.op_of(who), Some(super::ops::Op::Release { .. }));
+        let releasing = match orphan {
+            true => self.runaways.orphan_releases.contains(&(who, seq)),
+            false => matches!(self.op_of(who), Some(super::ops::Op::Release { .. })),
+        };
         if fate == Fate::LandsLate {
             if releasing {
                 self.orphaned_releases.insert(self.caller_of(who));
+                self.runaways.orphan_releases.insert((who, seq));
             }
             self.note(
                 who,
@@ -72,7 +76,9 @@ impl Run {
             _ => "",
         };
         self.note(who, format!("{label}: {answer}{crash}"));
-        let first_of_runaway = fate.lands() && writes && self.runaway_wrote(who, &answer);
+        // A blind DynamoDB write of a release call given up on cannot know it either.
+        let blind = orphan && releasing && self.kind == Kind::DynamoDb;
+        let unknowing = fate.lands() && writes && (self.runaway_wrote(who, &answer) || blind);
         // A release whose write landed unheard: Step Functions may give up
         // on the call while it runs on (the SDK's retry still to come).
         if fate == Fate::AnswerLost && releasing && writes && self.draws.chance(70) {
@@ -82,7 +88,7 @@ impl Run {
             for lock in 0..self.locks.len() {
                 let view = self.inspect(lock).await;
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
-                self.check_held(who, first_of_runaway, lock, &view)?;
+                self.check_held(who, unknowing, lock, &view)?;
                 self.note_handed(who, orphan, lock, &view);
             }
         }
