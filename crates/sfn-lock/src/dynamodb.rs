@@ -100,13 +100,22 @@ const HAND_OFF: &str = concat!(
 );
 const HAND_OFF_CONDITION: &str = concat!(mutex_room!(), " AND #entry = :seq");
 
-/// The caller holds this very grant and it is still live: move the expiry,
-/// never earlier (a renewal from a clock behind, e.g. a retried task whose
-/// first attempt ran on, must not cut short the lease its holder was told;
-/// the acquire answers from the item when it already lasts longer).
+/// The caller holds this very grant and it is still live: move the expiry
+/// to `renewed_expiry`, always later than it was. Never earlier: a renewal
+/// from a clock behind (a retried task whose first attempt ran on) must not
+/// cut short the lease its holder was told. Always changed: a hand-off takes
+/// back only its grant unrenewed, known by the expiry it wrote
+/// (`dynamodb_handoff.rs`). The expiry as read makes the write a
+/// compare-and-swap, so two renewals never undo each other.
 const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
 const RENEW_CONDITION: &str = "#owner = :owner AND #fencingToken = :fencingToken \
-     AND #expiresAt >= :now AND #expiresAt <= :expiresAt";
+     AND #expiresAt >= :now AND #expiresAt = :heldUntil";
+
+/// A renewal's new expiry: the one asked for, or just after the one held
+/// when that is later (see RENEW).
+pub(crate) fn renewed_expiry(held_until: EpochMillis, asked: EpochMillis) -> EpochMillis {
+    asked.max(EpochMillis(held_until.0 + 1))
+}
 
 /// Frees the lock and records who released which grant, in the same write.
 /// Grants and renewals leave the record alone, so a retried release whose first
@@ -311,7 +320,7 @@ impl DynamoStore {
         &self,
         lock_name: &LockName,
         owner: &Owner,
-        fencing_token: u64,
+        (fencing_token, held_until): (u64, EpochMillis),
         expires_at: EpochMillis,
         now: EpochMillis,
     ) -> Result<Item, WriteFailure> {
@@ -319,6 +328,7 @@ impl DynamoStore {
             .names(&[OWNER, FENCING_TOKEN, EXPIRES_AT, TTL])
             .value(":owner", string(owner.as_str()))
             .value(":fencingToken", number(fencing_token))
+            .value(":heldUntil", number(held_until.0))
             .value(":now", number(now.0))
             .value(":expiresAt", number(expires_at.0))
             .value(":ttl", number(gc_after(expires_at)));

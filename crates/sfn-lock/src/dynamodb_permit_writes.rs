@@ -55,9 +55,9 @@ const HAND_OFF_PERMIT_CONDITION: &str = concat!(permit_room!(), " AND #entry = :
 /// path would fail as an invalid path, not as a failed condition, if the
 /// permit were gone, and DynamoDB does not document which it checks first.
 const RENEW_PERMIT: &str = "SET #permit = :permit, #ttl = :ttl";
-/// As RENEW_CONDITION (`dynamodb.rs`): live, and never moved earlier.
+/// As RENEW_CONDITION (`dynamodb.rs`): live, and its expiry as read.
 const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken \
-     AND #permit.#expiresAt >= :now AND #permit.#expiresAt <= :expiresAt";
+     AND #permit.#expiresAt >= :now AND #permit.#expiresAt = :heldUntil";
 
 /// Frees the caller's permit and records the release as the mutex does.
 pub(crate) const RELEASE_PERMIT: &str = "REMOVE #permit, #token, #wake \
@@ -198,7 +198,7 @@ impl DynamoStore {
         &self,
         lock_name: &LockName,
         owner: &Owner,
-        (fencing_token, acquired_at): (u64, EpochMillis),
+        (fencing_token, acquired_at, held_until): (u64, EpochMillis, EpochMillis),
         expires_at: EpochMillis,
         now: EpochMillis,
     ) -> Result<Item, WriteFailure> {
@@ -210,7 +210,7 @@ impl DynamoStore {
             .value(":fencingToken", number(fencing_token))
             .value(":permit", permit_value(owner, acquired_at, expires_at))
             .value(":now", number(now.0))
-            .value(":expiresAt", number(expires_at.0))
+            .value(":heldUntil", number(held_until.0))
             .value(":ttl", permit_ttl(now));
         self.conditional_update(lock_name.as_str(), write).await
     }

@@ -28,14 +28,19 @@ use crate::queue::WakeOutcome;
 
 /// A claim renews the handed grant too: a wake-up sent late (the reconciler,
 /// minutes after a cut pump) must not hand over a lease that has run out.
+/// Never earlier than it was (the owner may have renewed it since): from
+/// the expiry as read, which the condition checks.
 const CLAIM_MUTEX: &str = "SET #wake = :claimed, #expiresAt = :expiresAt, #ttl = :ttl";
 const CLAIM_PERMIT: &str = "SET #wake = :claimed, #permit = :permit";
 /// The marker as read, and still the very grant the hand-off made: handed
 /// grants date from their request (`acquiredAt` = the waiter's
 /// `enqueuedAt`), which no grant the owner took later by itself does.
-const CLAIM_MUTEX_CONDITION: &str =
-    "#wake = :seen AND #owner = :owner AND #acquiredAt = :requestedAt";
-const CLAIM_PERMIT_CONDITION: &str = "#wake = :seen AND #permit.#acquiredAt = :requestedAt";
+/// A renewal since the read fails it: the owner's execution runs, and its
+/// retried acquire wakes its own task (the marker is then stale).
+const CLAIM_MUTEX_CONDITION: &str = "#wake = :seen AND #owner = :owner \
+     AND #acquiredAt = :requestedAt AND #expiresAt = :heldUntil";
+const CLAIM_PERMIT_CONDITION: &str = "#wake = :seen AND #permit.#acquiredAt = :requestedAt \
+     AND #permit.#expiresAt = :heldUntil";
 const CLEAR_WAKE: &str = "REMOVE #wake";
 /// The marker as the caller read it: another pump has not moved it on.
 const WAKE_AS_READ: &str = "#wake = :seen";
@@ -68,7 +73,9 @@ impl DynamoStore {
                 continue;
             };
             let claimed = pending.claimed(&wake_nonce());
-            let expires_at = now.plus_seconds(waiter.lease.get());
+            let held_until =
+                granted_lease(lock_name, &waiter.owner, waiter.limit, &item)?.expires_at;
+            let expires_at = now.plus_seconds(waiter.lease.get()).max(held_until);
             let owner = waiter.owner.as_str();
             let write = match waiter.limit.is_mutex() {
                 true => Write::new(CLAIM_MUTEX, CLAIM_MUTEX_CONDITION)
@@ -77,7 +84,7 @@ impl DynamoStore {
                     .value(":expiresAt", number(expires_at.0))
                     .value(":ttl", number(gc_after(expires_at))),
                 false => Write::new(CLAIM_PERMIT, CLAIM_PERMIT_CONDITION)
-                    .names(&[ACQUIRED_AT])
+                    .names(&[ACQUIRED_AT, EXPIRES_AT])
                     .name_as("#permit", &permit_names(owner).0)
                     .value(
                         ":permit",
@@ -87,7 +94,8 @@ impl DynamoStore {
             .name_as("#wake", &wake)
             .value(":claimed", string(&claimed))
             .value(":seen", string(&pending.value))
-            .value(":requestedAt", number(waiter.enqueued_at.0));
+            .value(":requestedAt", number(waiter.enqueued_at.0))
+            .value(":heldUntil", number(held_until.0));
             item = match self.conditional_update(name, write).await {
                 Ok(next) => next,
                 // Another pump claimed it (the marker moved on), or the grant

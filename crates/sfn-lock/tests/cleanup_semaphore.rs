@@ -84,3 +84,39 @@ async fn an_aborted_execution_loses_its_permits_and_its_locks_the_others_keep_th
     assert!(again.released.is_empty(), "{again:?}");
     assert!(has_permit(&pool_a, &bystander).await);
 }
+
+/// A renewal never shortens a permit (DESIGN.md), so a short renewal of a
+/// long permit must not let TTL take the marker the sweep finds it by while
+/// the permit lives (found in review, issue 24).
+#[tokio::test]
+async fn a_short_renewal_of_a_long_permit_keeps_its_marker_as_long_as_the_permit() {
+    let store = sfn_lock::DynamoStore::new(client().await, common::table_name());
+    let (lock, holder) = (
+        LockName::new(unique("pool-long")).unwrap(),
+        Owner::new(unique("arn:exec:long")).unwrap(),
+    );
+    let (two, now) = (Limit::new("limit", 2).unwrap(), EpochMillis::now());
+    let long = LeaseSeconds::new("leaseSeconds", 3 * 86_400).unwrap();
+    let short = LeaseSeconds::new("leaseSeconds", 60).unwrap();
+    store
+        .acquire_with_limit(&lock, &holder, long, two, now)
+        .await
+        .unwrap();
+    let renewed = store
+        .acquire_with_limit(&lock, &holder, short, two, now)
+        .await
+        .unwrap();
+    let AcquireOutcome::Renewed(renewed) = renewed else {
+        panic!("expected a renewal, got {renewed:?}");
+    };
+    assert!(renewed.expires_at >= now.plus_seconds(3 * 86_400));
+    let marker = get_item(&client().await, &marker_key(&lock, &holder))
+        .await
+        .expect("the permit's marker");
+    let ttl: i64 = marker["ttl"].as_n().unwrap().parse().unwrap();
+    assert!(
+        ttl >= renewed.expires_at.0 / 1000,
+        "marker TTL {ttl} before the permit's expiry {:?}",
+        renewed.expires_at
+    );
+}

@@ -43,7 +43,13 @@ async fn a_renewal_from_a_clock_behind_never_shortens_the_lease(store: AnyStore,
             panic!("expected a renewal, got {again:?}");
         };
         assert_eq!(renewed.fencing_token, first.fencing_token);
-        assert_eq!(renewed.expires_at, first.expires_at, "limit {limit:?}");
+        // The same, or (DynamoDB, whose renewal always changes the expiry:
+        // DESIGN.md) a millisecond later.
+        let later_by = renewed.expires_at.0 - first.expires_at.0;
+        assert!(
+            (0..=1).contains(&later_by),
+            "limit {limit:?}: {later_by} ms"
+        );
         if limit.get() == 2 {
             granted(
                 store

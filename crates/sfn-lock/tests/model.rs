@@ -75,7 +75,9 @@ impl Model {
                 holder,
                 expires_at: until,
             },
+            // A renewal never cuts the lease short, and always moves it (DESIGN.md).
             Some((holder, until)) if until >= now && holder == owner => {
+                let expires_at = expires_at.max(EpochMillis(until.0 + 1));
                 self.holder = Some((owner, expires_at));
                 Expected::Renewed { expires_at }
             }

@@ -5,7 +5,9 @@
 mod common;
 
 use common::sfn::owner_of;
-use common::tokens::{close, fail_next_wakes, is_open, mint, queued_store, woken_with};
+use common::tokens::{
+    close, fail_next_wakes, is_open, lose_next_wake_answer, mint, queued_store, woken_with,
+};
 use common::{client, get_item, unique};
 use sfn_lock::dynamodb_queue::QUEUE_LENGTH;
 use sfn_lock::{
@@ -415,4 +417,119 @@ async fn an_older_attempt_still_running_cannot_put_back_its_dead_token() {
     store.release(&lock, &owner("a"), later).await.unwrap();
     assert_eq!(woken_with(&newer)["owner"], "arn:exec:b");
     assert!(is_open(&older));
+}
+
+/// Found in review (issue 24): a later pump's claim of an owed wake-up moves `expiresAt` to its
+/// own `now + waiter lease`, unconditionally: it cuts short a lease the
+/// holder renewed (and was told) since.
+#[tokio::test]
+async fn a_claim_of_an_owed_wake_up_never_shortens_a_renewed_lease() {
+    let (store, lock, now) = held_by_a("queue-claim-shortens").await;
+    let b_owner = owner(&unique("b"));
+    let (first, _) = queue(&store, &lock, &b_owner, Limit::ONE, now).await;
+    // The hand-off's wake-up lands but its answer is lost; the repeat hears
+    // "closed": unknown, so the marker stays owed although B is awake.
+    lose_next_wake_answer(b_owner.as_str());
+    store.release(&lock, &owner("a"), now).await.unwrap();
+    let output = woken_with(&first);
+    assert_eq!(output["owner"], b_owner.as_str());
+    // B's workload renews with a longer lease (README, "Renewal").
+    let long = store
+        .acquire(&lock, &b_owner, lease(600), now.plus_seconds(40))
+        .await
+        .unwrap();
+    let AcquireOutcome::Renewed(told) = long else {
+        panic!("{long:?}")
+    };
+    assert_eq!(told.expires_at, now.plus_seconds(640));
+    // A rival's refused acquire pumps: it claims the owed marker and re-sends.
+    let rival = store
+        .acquire(&lock, &owner("c"), lease(60), now.plus_seconds(50))
+        .await
+        .unwrap();
+    assert!(matches!(rival, AcquireOutcome::Held(_)), "{rival:?}");
+    let item = get_item(&client().await, lock.as_str()).await.unwrap();
+    let expires: i64 = item["expiresAt"].as_n().unwrap().parse().unwrap();
+    assert_eq!(
+        expires,
+        now.plus_seconds(640).0,
+        "B was told +640 s; the claim moved it to +{} s",
+        (expires - now.0) / 1000
+    );
+    let later = store
+        .acquire(&lock, &owner("d"), lease(60), now.plus_seconds(200))
+        .await
+        .unwrap();
+    assert!(
+        matches!(later, AcquireOutcome::Held(_)),
+        "a rival got in while B holds until +640 s: {later:?}"
+    );
+}
+
+/// Found in review (issue 24): a hand-off's take-back pins "its own grant, unrenewed" by the
+/// handed `expiresAt`; a renewal that now writes nothing (the lease already
+/// lasts as long) leaves it pinned, so the pump takes back a grant the
+/// waiter's retried acquire answered `renewed` and woke its new task with.
+#[derive(Debug)]
+struct RetryRacesTheWake {
+    inner: sfn_lock::SfnWaker,
+    retry: std::sync::Mutex<Option<(LockName, Owner, TaskToken, EpochMillis)>>,
+    answer: std::sync::Mutex<Option<AcquireOutcome>>,
+}
+
+impl sfn_lock::Wake for RetryRacesTheWake {
+    fn wake<'a>(&'a self, token: &'a str, output: String) -> sfn_lock::queue::WakeFuture<'a> {
+        Box::pin(async move {
+            let retry = self.retry.lock().unwrap().take();
+            if let Some((lock, who, second, at)) = retry {
+                // Step Functions retried B's acquire (new token) while the
+                // release was handing it the lock; its first token is closed.
+                let other = queued_store().await;
+                let answer = other
+                    .acquire_or_queue(&lock, &who, lease(60), Limit::ONE, &second.into(), at)
+                    .await
+                    .unwrap();
+                *self.answer.lock().unwrap() = Some(answer);
+            }
+            self.inner.wake(token, output).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_hand_off_never_takes_back_a_grant_the_waiters_retry_renewed() {
+    let (_, lock, now) = held_by_a("queue-take-back-renewed").await;
+    let b_owner = owner(&unique("b"));
+    let plain = queued_store().await;
+    let (first, _) = queue(&plain, &lock, &b_owner, Limit::ONE, now).await;
+    // B's first attempt failed (a Lambda service error): its token is closed,
+    // and the retry (started a moment before the hand-off) has a new one.
+    close(&first, "timed_out");
+    let second = mint(b_owner.as_str());
+    let racer = std::sync::Arc::new(RetryRacesTheWake {
+        inner: sfn_lock::SfnWaker::new(sfn_lock::lambda::waker_client(
+            &sfn_lock::lambda::sdk_config().await,
+        )),
+        retry: std::sync::Mutex::new(Some((
+            lock.clone(),
+            b_owner.clone(),
+            second.clone(),
+            now.plus_seconds(9),
+        ))),
+        answer: std::sync::Mutex::new(None),
+    });
+    let releaser = DynamoStore::new(client().await, common::table_name()).with_waker(racer.clone());
+    releaser
+        .release(&lock, &owner("a"), now.plus_seconds(10))
+        .await
+        .unwrap();
+    let answer = racer.answer.lock().unwrap().take().expect("the retry ran");
+    assert!(matches!(answer, AcquireOutcome::Renewed(_)), "{answer:?}");
+    let output = woken_with(&second);
+    assert_eq!(output["outcome"], "renewed");
+    assert_eq!(
+        owner_of(lock.as_str()).await.as_deref(),
+        Some(b_owner.as_str()),
+        "B's retry answered renewed and woke its task, so B runs: its grant must stay"
+    );
 }

@@ -107,7 +107,8 @@ impl Case {
         let is_live = |grant: &Grant| grant.expires_at >= now;
         self.markers[owner] |= !self.limit.is_mutex();
         if let Some(mine) = self.holders.get_mut(&owner).filter(|grant| is_live(grant)) {
-            mine.expires_at = expires_at;
+            // A renewal never cuts the lease short, and always moves it (DESIGN.md).
+            mine.expires_at = expires_at.max(EpochMillis(mine.expires_at.0 + 1));
             return AcquireOutcome::Renewed(self.lease(owner));
         }
         let live_holders = live(&self.holders, now);

@@ -107,3 +107,13 @@ pub async fn queued_store() -> DynamoStore {
     let waker = SfnWaker::new(waker_client(&sdk_config().await));
     DynamoStore::new(client().await, table_name()).with_waker(Arc::new(waker))
 }
+
+/// Review helper: the next SendTaskSuccess for `execution` completes the task
+/// but its answer is lost (HTTP 500).
+#[allow(dead_code)]
+pub fn lose_next_wake_answer(execution: &str) {
+    post(
+        "faults",
+        json!({"action": "SendTaskSuccess", "count": 1, "status": "lose_answer", "execution": execution}),
+    );
+}
