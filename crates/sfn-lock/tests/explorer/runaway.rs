@@ -105,11 +105,13 @@ impl Run {
             };
             if !runaway.op.is_finished() {
                 runaway.op.abort();
-                // What it had sent is on its way, and may still land.
+                // What it had sent is on its way, and may still land; what
+                // it held back while slow was never sent.
                 let (mine, rest): (Vec<_>, Vec<_>) =
                     (self.wire.take_all().into_iter()).partition(|parked| parked.caller == wire_id);
                 self.wire.put_back(rest);
-                for parked in mine {
+                let sent = runaway.resumes_at <= self.now;
+                for parked in mine.into_iter().filter(|_| sent) {
                     (self.runaways.orphan_releases).insert((parked.caller, parked.seq));
                     self.orphans.push(parked.detached());
                 }
