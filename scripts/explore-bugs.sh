@@ -40,12 +40,14 @@ for id in "${ids[@]}"; do
        cargo test -q --workspace --test explore -- --test-threads 1 >"$log" 2>&1; then
     echo "   MISSED: the explorer found nothing on $store in ${budget} s"
     missed=$((missed + 1))
-  elif grep -A1 "panicked at" "$log" | grep -qE "^($caught_by):"; then
+  # (no `grep -q` or `head` in these pipelines: an early exit is a SIGPIPE,
+  # which pipefail turns into a failure)
+  elif grep -A1 "panicked at" "$log" | grep -E "^($caught_by):" >/dev/null; then
     echo "   found in $(( $(date +%s) - started )) s (build included), by '$caught_by':"
     sed -n '/panicked at/,/^stack backtrace\|^note:/p' "$log" | sed '1d;$d' | sed 's/^/   /'
   else
     echo "   MISSED: the run failed, but not on '$caught_by':"
-    sed -n '/panicked at/,/^stack backtrace\|^note:/p' "$log" | head -40 | sed 's/^/   /'
+    sed -n '/panicked at/,/^stack backtrace\|^note:/p' "$log" | sed -n '1,40s/^/   /p'
     missed=$((missed + 1))
   fi
   rm -f "$log"
