@@ -20,9 +20,9 @@ pub struct Handed {
     unheld: std::collections::BTreeSet<String>,
     /// Seen holding while its task still waited: when, the stalls' total
     /// then, and the grant's token.
-    seen: std::collections::BTreeMap<String, (i64, i64, u64)>,
+    pub seen: std::collections::BTreeMap<String, (i64, i64, u64)>,
     /// The operation whose landed write made it hold (the hand-off's pump).
-    by: std::collections::BTreeMap<String, usize>,
+    pub by: std::collections::BTreeMap<String, usize>,
     /// (operation, task token): a `SendTaskSuccess` of it that did not land.
     pub unsent: std::collections::BTreeSet<(usize, String)>,
     /// Store time passed in stalls (nothing moves then: no pump, no reconciler).

@@ -34,7 +34,7 @@ pub struct Runaway {
     pub op: Op,
     /// Its writes that landed.
     pub writes: usize,
-    /// Other callers' release writes landed by its last write (`landings_besides`).
+    /// Others' writes that may have released the lock, by its last write.
     pub others_released: usize,
     /// It is slow (why Step Functions gave up): it sends nothing before this.
     pub resumes_at: i64,
@@ -65,6 +65,15 @@ impl Run {
         let wire_id = RUNAWAYS + self.runaways.of.len();
         self.runaways.of.insert(wire_id, caller);
         self.wire.rename(caller, wire_id);
+        // Its hand-offs are its own to wake, not the caller's next call's.
+        for by in self.handed.by.values_mut().filter(|by| **by == caller) {
+            *by = wire_id;
+        }
+        let unsent = std::mem::take(&mut self.handed.unsent);
+        (self.handed.unsent).extend(unsent.into_iter().map(|(by, token)| match by == caller {
+            true => (wire_id, token),
+            false => (by, token),
+        }));
         let started = match &op {
             Op::Release { started, .. } => *started,
             _ => self.now,
@@ -77,7 +86,7 @@ impl Run {
                 op,
                 // Its writes so far, landed before Step Functions gave up on it.
                 writes: self.runaways.call_writes.remove(&caller).unwrap_or(0),
-                others_released: self.landings_besides(caller).1,
+                others_released: self.others_released(caller),
                 resumes_at,
                 stops_at,
             },
@@ -153,7 +162,7 @@ impl Run {
         if !changed {
             return false;
         }
-        let others_released = self.landings_besides(self.caller_of(who)).1;
+        let others_released = self.others_released(self.caller_of(who));
         // DynamoDB keeps one release record per lock: another release since
         // the call's last write may have overwritten its own (DESIGN.md).
         let one_record = self.kind == super::stores::Kind::DynamoDb;
@@ -188,13 +197,22 @@ impl Run {
         let caller = self.caller_of(who);
         if unknowing && self.callers[caller].lock == lock {
             let owner = self.callers[caller].owner.clone();
-            let belief = self.callers[caller].believes_live(self.now);
-            if let Some(belief) = belief.filter(|b| checks::kept(view, &owner, b.token).is_none()) {
+            // The grant it works under, or the one handed to its waiting task.
+            let handed = match &self.callers[caller].phase {
+                super::callers::Phase::Queued { token, .. } => {
+                    self.handed.seen.get(token).map(|(_, _, granted)| *granted)
+                }
+                _ => None,
+            };
+            let grant = (self.callers[caller].believes_live(self.now))
+                .map(|belief| belief.token)
+                .or(handed);
+            if let Some(token) = grant.filter(|t| checks::kept(view, &owner, *t).is_none()) {
                 self.note(
                     who,
-                    format!("freed c{caller}'s later grant (token {}): DESIGN.md, \"A release call Step Functions gave up on\"", belief.token),
+                    format!("freed c{caller}'s later grant (token {token}): DESIGN.md, \"A release call Step Functions gave up on\""),
                 );
-                (self.forced.lock().unwrap_or_else(|p| p.into_inner())).push((owner, belief.token));
+                (self.forced.lock().unwrap_or_else(|p| p.into_inner())).push((owner, token));
             }
         }
         // Forced out, or being forced out (confirmed once gone).
@@ -205,6 +223,13 @@ impl Run {
                 .map(|(_, owner, token)| (owner.clone(), *token)),
         );
         checks::held(&self.callers, &forced, lock, view, self.now).map_err(|e| self.fail(e))
+    }
+
+    /// Writes that may have released the lock besides `caller`'s own: other
+    /// callers' releases, and the sweep's, the reconciler's and an operator's.
+    fn others_released(&self, caller: usize) -> usize {
+        let (system, releases, _) = self.landings_besides(caller);
+        system + releases
     }
 
     /// The caller a wire identity's requests are for.

@@ -79,11 +79,6 @@ impl Run {
         // A blind DynamoDB write of a release call given up on cannot know it either.
         let blind = orphan && releasing && self.kind == Kind::DynamoDb;
         let unknowing = fate.lands() && writes && (self.runaway_wrote(who, &answer) || blind);
-        // A release whose write landed unheard: Step Functions may give up
-        // on the call while it runs on (the SDK's retry still to come).
-        if fate == Fate::AnswerLost && releasing && writes && self.draws.chance(70) {
-            self.run_away(Some(who));
-        }
         if fate.lands() && writes {
             for lock in 0..self.locks.len() {
                 let view = self.inspect(lock).await;
@@ -91,6 +86,11 @@ impl Run {
                 self.check_held(who, unknowing, lock, &view)?;
                 self.note_handed(who, orphan, lock, &view);
             }
+        }
+        // A release whose write landed unheard: Step Functions may give up
+        // on the call while it runs on (the SDK's retry still to come).
+        if fate == Fate::AnswerLost && releasing && writes && self.draws.chance(70) {
+            self.run_away(Some(who));
         }
         Ok(())
     }
