@@ -51,6 +51,12 @@ impl Run {
                 **who < self.callers.len()
                     && id.is_none_or(|id| id == **who)
                     && matches!(op, Op::Release { .. })
+                    // Not a withdraw: one that runs on can remove the
+                    // caller's next wait (DESIGN.md, "Not explored").
+                    && matches!(
+                        self.callers[**who].phase,
+                        super::callers::Phase::Release { withdraw: false }
+                    )
                     && !op.is_finished()
             })
             .map(|(who, _)| *who)
