@@ -100,23 +100,6 @@ const HAND_OFF: &str = concat!(
 );
 const HAND_OFF_CONDITION: &str = concat!(mutex_room!(), " AND #entry = :seq");
 
-/// The caller holds this very grant and it is still live: move the expiry
-/// to `renewed_expiry`, always later than it was. Never earlier: a renewal
-/// from a clock behind (a retried task whose first attempt ran on) must not
-/// cut short the lease its holder was told. Always changed: a hand-off takes
-/// back only its grant unrenewed, known by the expiry it wrote
-/// (`dynamodb_handoff.rs`). The expiry as read makes the write a
-/// compare-and-swap, so two renewals never undo each other.
-const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
-const RENEW_CONDITION: &str = "#owner = :owner AND #fencingToken = :fencingToken \
-     AND #expiresAt >= :now AND #expiresAt = :heldUntil";
-
-/// A renewal's new expiry: the one asked for, or just after the one held
-/// when that is later (see RENEW).
-pub(crate) fn renewed_expiry(held_until: EpochMillis, asked: EpochMillis) -> EpochMillis {
-    asked.max(EpochMillis(held_until.0 + 1))
-}
-
 /// Frees the lock and records who released which grant, in the same write.
 /// Grants and renewals leave the record alone, so a retried release whose first
 /// attempt landed finds it even after another owner got in.
@@ -313,25 +296,6 @@ impl DynamoStore {
             .value(":tokenBase", number(token_base(now)))
             .value(":one", number(1))
             .value(":zero", number(0));
-        self.conditional_update(lock_name.as_str(), write).await
-    }
-
-    pub(crate) async fn renew(
-        &self,
-        lock_name: &LockName,
-        owner: &Owner,
-        (fencing_token, held_until): (u64, EpochMillis),
-        expires_at: EpochMillis,
-        now: EpochMillis,
-    ) -> Result<Item, WriteFailure> {
-        let write = Write::new(RENEW, RENEW_CONDITION)
-            .names(&[OWNER, FENCING_TOKEN, EXPIRES_AT, TTL])
-            .value(":owner", string(owner.as_str()))
-            .value(":fencingToken", number(fencing_token))
-            .value(":heldUntil", number(held_until.0))
-            .value(":now", number(now.0))
-            .value(":expiresAt", number(expires_at.0))
-            .value(":ttl", number(gc_after(expires_at)));
         self.conditional_update(lock_name.as_str(), write).await
     }
 

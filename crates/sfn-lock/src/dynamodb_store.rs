@@ -176,38 +176,10 @@ impl DynamoStore {
                         None => continue,
                     }
                 }
-                // Our own live grant: a retried task or a deliberate renewal,
-                // never cut short and always changed (RENEW, `dynamodb.rs`).
-                Decision::RenewMutex {
-                    fencing_token,
-                    expires_at: held_until,
-                } => {
-                    let renewed = renewed_expiry(held_until, expires_at);
-                    self.renew(lock_name, owner, (fencing_token, held_until), renewed, now)
+                // Our own live grant: a retried task or a deliberate renewal.
+                renewal @ (Decision::RenewMutex { .. } | Decision::RenewPermit { .. }) => {
+                    self.renew_held(lock_name, owner, renewal, expires_at, now)
                         .await
-                        .map(|item| {
-                            lease_from(lock_name, owner, &item)
-                                .map(|lease| Core::Done(AcquireOutcome::Renewed(lease)))
-                        })
-                }
-                Decision::RenewPermit {
-                    fencing_token,
-                    acquired_at,
-                    expires_at: held_until,
-                } => {
-                    let renewed = renewed_expiry(held_until, expires_at);
-                    if renewed > expires_at {
-                        // The permit outlasts what the marker was put for:
-                        // the sweep must still find it (TTL from its expiry).
-                        self.put_marker(lock_name, owner, renewed).await?;
-                    }
-                    let held = (fencing_token, acquired_at, held_until);
-                    self.renew_permit(lock_name, owner, held, renewed, now)
-                        .await
-                        .map(|item| {
-                            permit_lease(lock_name, owner, &item)
-                                .map(|lease| Core::Done(AcquireOutcome::Renewed(lease)))
-                        })
                 }
                 Decision::Prune {
                     seen_count,

@@ -33,6 +33,7 @@ mod dynamodb_permit_writes;
 pub mod dynamodb_permits;
 pub mod dynamodb_queue;
 mod dynamodb_queued;
+mod dynamodb_renew;
 mod dynamodb_store;
 mod dynamodb_view;
 mod dynamodb_wakes;
