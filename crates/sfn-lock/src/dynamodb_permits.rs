@@ -133,11 +133,15 @@ fn permit_from(item: &Item, permit_name: &str) -> Result<Permit, StoreError> {
 /// Every permit on the item; `holderCount` must agree, or the item was
 /// written by something else and no decision on it can be trusted.
 pub(crate) fn permits_of(item: &Item) -> Result<Vec<Permit>, StoreError> {
-    let permits = item
+    let mut permits = item
         .keys()
         .filter(|name| name.starts_with(PERMIT_PREFIX))
         .map(|name| permit_from(item, name))
         .collect::<Result<Vec<_>, _>>()?;
+    // The item is a hash map: a fixed order makes every decision on it (which
+    // expired permit a grant replaces) the same from the same item, so the
+    // explorer's seeds replay exactly.
+    permits.sort_by(|a, b| a.names.cmp(&b.names));
     let count: usize = match item.get(HOLDER_COUNT) {
         None => 0,
         Some(_) => read_number(item, HOLDER_COUNT)?,
