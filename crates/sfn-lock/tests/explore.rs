@@ -11,35 +11,17 @@ use explorer::stores::Kind;
 /// Seeds that once broke an invariant (DESIGN.md, "Exploring interleavings"),
 /// run first every time.
 const FAILED_BEFORE: &[(Kind, u64)] = &[
-    // A semaphore release whose answer was lost, retried after another
-    // holder's release: `not_held` (DESIGN.md, "One release record per lock").
-    (Kind::DynamoDb, 0x2f19_5625_e3be_e5ae),
-    // A hand-off's wake-up landing after an operator forced the handed grant free.
-    (Kind::DynamoDb, 0xfa3b_b820_052a_2ec6),
-    // An aborted caller's late grant changed the lock during the last
-    // reconcile; markers of `not_held` releases left for the sweep.
-    (Kind::Ssm, 0x2545_f633_8bc0_479e),
-    (Kind::Ssm, 0x2545_f633_8bc4_2107),
-    // A retried acquire, stalled 40 s, renewed the grant handed to it in the
-    // meantime and moved its expiry back: a rival got in beside it.
-    (Kind::DynamoDb, 0xba5d_c6d6_8d3a_7ccd),
-    // A release call Step Functions gave up on read the lock only after its
-    // retry released and the execution took the lock again: it freed the new
-    // grant (DESIGN.md, "A release call Step Functions gave up on").
-    (Kind::S3, 0x4f75_9abe_07cd_3a93),
-    // The same on DynamoDB: a release request given up on landed after its
-    // owner took a permit again; a release call that ran on retried after
-    // another release overwrote the lock's one release record.
-    (Kind::DynamoDb, 0x2a2f_a62c_b880_af92),
     // Seeds that found each re-introduced bug (`make explore-bugs`) with the
     // explorer's draws as they are now: a bug the fresh seeds of one run may
     // miss is still found, within the budget, by its seed. A change to the
-    // draws makes them ordinary seeds again: find new ones (DESIGN.md).
-    (Kind::DynamoDb, 0x74bb_8f4f_578a_6834), // hand-off cut before its wake-up
-    (Kind::DynamoDb, 0x13a6_c186_ed19_7784), // lost hand-off answer
-    (Kind::DynamoDb, 0xdfa3_bd0a_19bf_ada8), // release misreported after a lost answer
-    (Kind::DynamoDb, 0x603a_35e1_9c58_a3a6), // a renewal cutting a lease short
-    (Kind::S3, 0x4a8b_eac4_dbfc_b174),       // release record checked after the holder
+    // draws makes them ordinary seeds again: find new ones (DESIGN.md). The
+    // seeds of the explorer's own findings were of earlier draws; the
+    // contract and queue tests written for them stay.
+    (Kind::DynamoDb, 0xdfa3_bd0a_19bf_ada8), // grant condition admitting limit + 1
+    (Kind::DynamoDb, 0x3dd6_6611_6954_ff3a), // hand-off cut before its wake-up
+    (Kind::DynamoDb, 0x545f_4ab7_34d5_1693), // lost hand-off answer
+    (Kind::DynamoDb, 0xba5d_c878_cb28_cf00), // release misreported after a lost answer
+    (Kind::S3, 0x6cef_ba95_10b9_b702),       // release record checked after the holder
 ];
 
 fn budget() -> Duration {

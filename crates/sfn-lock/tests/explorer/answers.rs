@@ -242,6 +242,13 @@ impl Run {
     fn failed_acquire(&mut self, id: usize, why: String) {
         let now = self.now;
         let caller = &mut self.callers[id];
+        if caller.cli {
+            // `sfn-lock run` exits 1 on a failed take, releasing nothing:
+            // whatever landed is left to its lease.
+            caller.phase = Phase::Done("exited 1");
+            self.note(id, format!("acquire failed ({why}); the CLI exits 1"));
+            return;
+        }
         caller.failures += 1;
         if caller.queued {
             // The task's retry gets a new token; the old one's task is over.

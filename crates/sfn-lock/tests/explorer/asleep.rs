@@ -3,7 +3,8 @@
 //! wrote a hand-off wakes its waiter before it answers, unless its own
 //! wake-up did not land (then the marker has the next pump send it again);
 //! and no waiter sleeps on a handed grant past the bound (the next pump, at
-//! the latest the reconciler), stalls aside.
+//! the latest the reconciler), stalls aside (a paused pump is no excuse:
+//! the next pump sends what it owes).
 
 use super::callers::Phase;
 use super::run::{Failure, Run, RECONCILE_EVERY_MS};

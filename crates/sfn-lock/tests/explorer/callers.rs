@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use sfn_lock::EpochMillis;
 
 use super::draws::Draws;
+use super::profile::Profile;
 
 /// Most a caller's clock is off the store's, either way. The limit invariant
 /// counts a grant as live only while it has this much left: within it, a
@@ -54,6 +55,9 @@ pub struct Belief {
 pub struct Caller {
     pub id: usize,
     pub owner: String,
+    /// A process of its own (`sfn-lock run`), not an execution: nothing
+    /// sweeps it; killed, its grant lasts until its lease ends.
+    pub cli: bool,
     pub lock: usize,
     pub queued: bool,
     pub lease: i64,
@@ -79,17 +83,28 @@ impl Caller {
     pub fn draw(
         id: usize,
         run: &str,
-        start: i64,
-        locks: usize,
-        queues: bool,
+        (start, locks, queues): (i64, usize, bool),
+        profile: &Profile,
         draws: &mut Draws,
     ) -> Self {
-        let lease = [30, 60, 120][draws.below(3) as usize];
+        let lease = profile.lease(draws);
+        // Only a process of its own can pause for minutes (a laptop asleep
+        // under the CLI, a paused VM): a Lambda invocation ends at its
+        // Timeout. So pauses are drawn only for CLI callers (`pauses.rs`).
+        let cli = profile.pauses > 0 && draws.chance(50);
+        let owner = match cli {
+            true => format!("cli:explored:{run}-c{id}"),
+            false => {
+                format!("arn:aws:states:us-east-1:123456789012:execution:explored:{run}-c{id}")
+            }
+        };
         Caller {
             id,
-            owner: format!("arn:aws:states:us-east-1:123456789012:execution:explored:{run}-c{id}"),
+            owner,
+            cli,
             lock: draws.below(locks as u64) as usize,
-            queued: queues && draws.chance(50),
+            // The CLI has no task token to wait on: it polls.
+            queued: !cli && queues && draws.chance(50),
             lease,
             wait: [None, Some(120), Some(600)][draws.below(3) as usize],
             // A workload never outlives its lease in the shipped machines,
@@ -105,7 +120,7 @@ impl Caller {
             belief: None,
             aborted: false,
             runs_until: None,
-            cycles_left: u32::from(draws.chance(50)),
+            cycles_left: profile.cycles(draws),
         }
     }
 

@@ -12,14 +12,28 @@ impl Run {
     /// An execution ends with no Catch (aborted, timed out): a workload it
     /// started runs on; its ended event reaches the sweep, or is lost.
     pub fn abort_one(&mut self) {
+        // A CLI process is killed between its operations (one that dies
+        // within a request is a crash fate, `fates.rs`).
         let alive: Vec<usize> = (0..self.callers.len())
             .filter(|id| !self.callers[*id].is_done())
+            .filter(|id| !self.callers[*id].cli || !self.ops.contains_key(id))
             .collect();
         if alive.is_empty() {
             return;
         }
         let id = alive[self.draws.below(alive.len() as u64) as usize];
         let now = self.now;
+        if self.callers[id].cli {
+            // A killed process: no execution ends, no event, nothing swept.
+            let caller = &mut self.callers[id];
+            if let Phase::Work { until, .. } = caller.phase {
+                caller.runs_until = Some(until);
+            }
+            caller.aborted = true;
+            caller.phase = Phase::Done("killed");
+            self.note(id, "its process is killed");
+            return;
+        }
         self.world.end(&self.callers[id].owner, EpochMillis(now));
         let caller = &mut self.callers[id];
         if let Phase::Work { until, .. } = caller.phase {
@@ -40,6 +54,10 @@ impl Run {
     pub fn ended(&mut self, id: usize, status: &str) {
         let now = self.now;
         let owner = self.callers[id].owner.clone();
+        if self.callers[id].cli {
+            // A CLI process exits: no execution, no event.
+            return;
+        }
         if self.callers[id].queued {
             // Its execution is over: so is any task still waiting on a token.
             let token = self.callers[id].token(now);
@@ -104,11 +122,15 @@ impl Run {
                 due.push(runaway.resumes_at);
             }
         }
+        due.extend(self.pauses.next_due(self.now));
         if due.is_empty() && self.ops.is_empty() {
             return None;
         }
         due.push(self.next_reconcile);
-        due.into_iter().min().map(|at| at.max(self.now + 1))
+        // What is due already waits on a paused process (`pauses.rs`): time
+        // goes on to the next thing due later.
+        let later = due.into_iter().filter(|at| *at > self.now).min();
+        Some(later.unwrap_or(self.now + 1))
     }
 
     pub fn still_waiting(&self) -> String {

@@ -31,20 +31,28 @@ pub enum Fate {
     LandsLate,
     /// A listing page answered with fewer items than exist (SSM's
     /// `GetParametersByPath` is documented to return "between zero and
-    /// MaxResults"), with a token to read on.
+    /// MaxResults", "on a best-effort basis"), with a token to read on or,
+    /// as often, without one: the listing looks complete but misses items
+    /// (what the library guards against, DESIGN.md "A listing is checked
+    /// against the hint").
     ShortPage,
+    /// The caller's process pauses before sending it (`pauses.rs`).
+    Paused,
 }
 
 impl Fate {
     pub fn draw(draws: &mut Draws) -> Fate {
         match draws.below(100) {
-            0..=77 => Fate::Land,
-            78..=79 => Fate::LandsLate,
-            80..=85 => Fate::AnswerLost,
-            86..=89 => Fate::FailsBefore,
-            90..=93 => Fate::Throttled,
-            94..=95 => Fate::CrashBefore,
-            96..=97 => Fate::CrashAfter,
+            0..=65 => Fate::Land,
+            66..=69 => Fate::Paused,
+            70..=71 => Fate::LandsLate,
+            72..=77 => Fate::AnswerLost,
+            78..=81 => Fate::FailsBefore,
+            82..=85 => Fate::Throttled,
+            86..=87 => Fate::CrashBefore,
+            88..=89 => Fate::CrashAfter,
+            // Lands as any other request but a listing, which is shortened:
+            // one listing in ten (a read relies on few).
             _ => Fate::ShortPage,
         }
     }
@@ -109,9 +117,18 @@ pub fn carry_out(
     }
     let mut note = format!("{}", answer.status);
     if fate == Fate::ShortPage && is_listing(&parked) && answer.status == 200 {
+        // A listing that ends early without a token stands for a stale
+        // read, stronger than documented (it may hide items of any age): it
+        // is kept to generation listings, whose reads guard against it; a
+        // release's listing of its owner markers is only cut with a token.
+        let request: Value = serde_json::from_slice(&parked.body).unwrap_or_default();
+        let may_end = !request["Path"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/.owners");
         note = shorten(
             &mut answer,
-            resumed.unwrap_or_default(),
+            (resumed.unwrap_or_default(), may_end),
             continuations,
             draws,
         );
@@ -128,7 +145,7 @@ pub fn carry_out(
     }
 }
 
-fn is_listing(parked: &Parked) -> bool {
+pub fn is_listing(parked: &Parked) -> bool {
     parked.target() == Some("AmazonSSM.GetParametersByPath")
 }
 
@@ -171,7 +188,7 @@ fn drop_seen(answer: &mut Answer, seen: &BTreeSet<String>) {
 /// Keeps a drawn number of the page's items and hands out a token for the rest.
 fn shorten(
     answer: &mut Answer,
-    mut seen: BTreeSet<String>,
+    (mut seen, may_end): (BTreeSet<String>, bool),
     continuations: &mut Continuations,
     draws: &mut Draws,
 ) -> String {
@@ -179,19 +196,32 @@ fn shorten(
         return "200".into();
     };
     let items = body["Parameters"].as_array().cloned().unwrap_or_default();
-    let keep = draws.below(items.len() as u64 + 1) as usize;
+    // None, as often as some: a read that lists finds nothing at all.
+    let keep = if draws.chance(50) {
+        0
+    } else {
+        draws.below(items.len() as u64 + 1) as usize
+    };
     seen.extend(
         items[..keep]
             .iter()
             .filter_map(|item| item["Name"].as_str().map(str::to_owned)),
     );
+    body["Parameters"] = Value::Array(items[..keep].to_vec());
+    if may_end && draws.chance(50) {
+        // The listing ends here, the rest (and later pages) unsaid.
+        if let Some(object) = body.as_object_mut() {
+            object.remove("NextToken");
+        }
+        answer.body = serde_json::to_vec(&body).unwrap_or_default();
+        return format!("200, short last page: {keep} of {} items", items.len());
+    }
     continuations.next += 1;
     let ours = format!("explorer-{}", continuations.next);
     let server_token = body["NextToken"].as_str().map(str::to_owned);
     continuations
         .pending
         .insert(ours.clone(), (server_token, seen));
-    body["Parameters"] = Value::Array(items[..keep].to_vec());
     body["NextToken"] = Value::String(ours);
     answer.body = serde_json::to_vec(&body).unwrap_or_default();
     format!("200, short page: {keep} of {} items", items.len())

@@ -14,7 +14,9 @@ mod events;
 mod fates;
 mod footprint;
 mod ops;
+mod pauses;
 mod ports;
+mod profile;
 mod releases;
 pub mod run;
 mod runaway;
@@ -23,6 +25,7 @@ mod start;
 mod step;
 pub mod stores;
 mod tokens;
+mod trace;
 mod wire;
 
 use std::time::{Duration, Instant};

@@ -55,6 +55,10 @@ impl Run {
                 caller.belief = None;
                 if caller.cycles_left > 0 {
                     caller.cycles_left -= 1;
+                    if caller.cli {
+                        // Each `sfn-lock run` is an owner of its own.
+                        caller.owner = format!("{}-s{}", caller.owner, caller.cycles_left);
+                    }
                     caller.phase = Phase::Acquire;
                     caller.failures = 0;
                     caller.tokens_used += 1;
@@ -64,6 +68,14 @@ impl Run {
                     caller.phase = Phase::Done("released");
                     self.ended(id, "SUCCEEDED");
                 }
+            }
+            Ok(Err(_)) | Err(_) if self.callers[id].cli => {
+                // The CLI does not retry a release: the lease ends the grant.
+                self.note(
+                    id,
+                    "release failed; the CLI exits, its grant left to its lease",
+                );
+                self.callers[id].phase = Phase::Done("exited");
             }
             Ok(Err(error)) => {
                 self.note(

@@ -16,27 +16,28 @@ use super::checks;
 use super::draws::Draws;
 use super::fates::{Continuations, Fate};
 pub use super::ops::{Answered, Failure, Op, Stats};
+pub use super::pauses::STALLS_MS;
 use super::ports::{World, MACHINE};
 use super::stores::{self, Kind};
 use super::tokens::Tokens;
 use super::wire::Wire;
 
 pub const FAULT_STEPS: usize = 60;
-pub const MAX_STEPS: usize = 3_000;
-/// After the faults stop, every caller is done within this much store time:
-/// the longest lease, the longest wait, a reconciler period and the grace.
-pub const LIVENESS_MS: i64 = 20 * 60_000;
+/// A run that has not ended by then loops (a 2 h pause alone is 120 reconciler runs).
+pub const MAX_STEPS: usize = 10_000;
+/// Every caller is done this long after the faults stop and the last pause
+/// ends: longest lease (1500 s) + wait (600 s) + reconciler + grace, with room.
+pub const LIVENESS_MS: i64 = 45 * 60_000;
 pub const RECONCILE_EVERY_MS: i64 = 60_000;
 pub const RECONCILER: usize = 1_000;
-const SWEEPS: usize = 2_000;
+pub const SWEEPS: usize = 2_000;
 pub const OPERATOR: usize = 3_000;
-/// A stall: how far the store's clock moves while the parked requests wait.
-const STALLS_MS: [i64; 7] = [
-    5_000, 40_000, 180_000, 360_000, 1_200_000, 7_200_000, 86_400_000,
-];
+/// The explorer's own notes in the trace (a profile, a stall, the faults' end).
+pub const NARRATOR: usize = usize::MAX - 1;
 
 pub struct Run {
     pub kind: Kind,
+    pub profile: super::profile::Profile,
     pub run_id: String,
     pub start: i64,
     pub now: i64,
@@ -77,6 +78,7 @@ pub struct Run {
     pub handed: super::asleep::Handed,
     /// Release calls that run on, by wire identity, and each identity's caller (`runaway.rs`).
     pub runaways: super::runaway::Runaways,
+    pub pauses: super::pauses::Pauses,
 }
 
 impl Run {
@@ -106,6 +108,7 @@ impl Run {
         let start = sfn_lock::EpochMillis::now().0 / 1000 * 1000;
         // Contention is the point: half the locks are semaphores, and there
         // are always more callers than permits.
+        let profile = super::profile::Profile::draw(&mut draws);
         let limits = [1 + draws.below(2) as u32 * (1 + draws.below(2) as u32), 1];
         let lock_count = if draws.chance(25) { 2 } else { 1 };
         let locks = (0..lock_count)
@@ -115,12 +118,16 @@ impl Run {
                 (name, limits[index])
             })
             .collect();
-        let count = limits[0] as usize + 1 + draws.below(3) as usize;
+        let count = limits[0] as usize + 1 + profile.extra_callers(&mut draws);
         let callers = (0..count)
-            .map(|id| Caller::draw(id, &run_id, start, lock_count, kind.queues(), &mut draws))
+            .map(|id| {
+                let shape = (start, lock_count, kind.queues());
+                Caller::draw(id, &run_id, shape, &profile, &mut draws)
+            })
             .collect();
-        Run {
+        let mut run = Run {
             kind,
+            profile,
             run_id,
             start,
             now: start,
@@ -155,28 +162,10 @@ impl Run {
             force_targets: Arc::default(),
             handed: Default::default(),
             runaways: Default::default(),
-        }
-    }
-
-    pub fn note(&mut self, who: usize, text: impl AsRef<str>) {
-        let at = (self.now - self.start) as f64 / 1000.0;
-        let who = match who {
-            RECONCILER => "reconciler".to_owned(),
-            OPERATOR => "operator".to_owned(),
-            id if self.runaways.of.contains_key(&id) => format!("c{}'", self.caller_of(id)),
-            id if id >= SWEEPS => format!("sweep{}", id - SWEEPS),
-            id => format!("c{id}"),
+            pauses: Default::default(),
         };
-        self.trace
-            .push(format!("t+{at:>9.1}s {who:>10}  {}", text.as_ref()));
-    }
-
-    pub fn fail(&mut self, invariant: String) -> Failure {
-        Failure {
-            invariant,
-            trace: std::mem::take(&mut self.trace),
-            record: self.draws.record.clone(),
-        }
+        run.note(NARRATOR, profile.describe());
+        run
     }
 
     pub async fn go(mut self) -> Result<Stats, Failure> {
@@ -197,17 +186,17 @@ impl Run {
                 checks::limit(&self.callers, &forced, lock, self.locks[lock].1, self.now)
                     .map_err(|e| self.fail(e))?;
             }
-            let faulty = self.stats.steps < FAULT_STEPS;
+            let faulty = self.faulty();
             if !faulty && quiet_since.is_none() {
-                quiet_since = Some(self.now);
-                self.note(usize::MAX - 1, "— faults stop —");
+                quiet_since = Some((self.now, self.liveness_ms()));
+                self.note(NARRATOR, "— faults stop —");
             }
-            if let Some(since) = quiet_since {
-                if self.now - since > LIVENESS_MS {
+            if let Some((since, bound)) = quiet_since {
+                if self.now - since.max(self.pauses.last_due) > bound {
                     let waiting = self.still_waiting();
                     return Err(self.fail(format!(
                         "liveness: callers not done {} min after the faults stopped: {waiting}",
-                        LIVENESS_MS / 60_000
+                        bound / 60_000
                     )));
                 }
             }
@@ -222,7 +211,7 @@ impl Run {
                 self.deliver(orphan, Fate::Land).await?;
                 continue;
             }
-            let mut parked = self.wire.take_all();
+            let mut parked = self.offered();
             self.hold_back(&mut parked);
             if parked.is_empty() {
                 match self.next_timer() {
@@ -239,7 +228,7 @@ impl Run {
                 let stall = STALLS_MS[self.draws.below(STALLS_MS.len() as u64) as usize];
                 self.wire.put_back(parked);
                 self.note(
-                    usize::MAX - 1,
+                    NARRATOR,
                     format!(
                         "— {} s pass while {} request(s) wait —",
                         stall / 1000,
@@ -272,11 +261,29 @@ impl Run {
             let releasing = matches!(self.op_of(chosen.caller), Some(Op::Release { .. }));
             let fate = match faulty {
                 true if releasing && chosen.writes() && self.draws.chance(10) => Fate::AnswerLost,
+                true if self.profile.short_listings
+                    && super::fates::is_listing(&chosen)
+                    && self.draws.chance(60) =>
+                {
+                    Fate::ShortPage
+                }
                 true => Fate::draw(&mut self.draws),
                 false => Fate::Land,
             };
-            self.deliver(chosen, fate).await?;
+            self.dispatch(chosen, fate).await?;
         }
+    }
+
+    /// The liveness bound as the faults stop: plus two minutes for every
+    /// locked section still to run (a busy lock's callers take it one after
+    /// another: up to 90 s of work and a 20 s poll each).
+    pub fn liveness_ms(&self) -> i64 {
+        let sections: i64 = self
+            .callers
+            .iter()
+            .map(|c| i64::from(c.cycles_left) + 1)
+            .sum();
+        LIVENESS_MS + sections * 120_000
     }
 
     pub fn reconciler_id() -> usize {

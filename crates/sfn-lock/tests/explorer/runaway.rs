@@ -50,6 +50,8 @@ impl Run {
             .filter(|(who, op)| {
                 **who < self.callers.len()
                     && id.is_none_or(|id| id == **who)
+                    // Step Functions' retries: not the CLI's.
+                    && !self.callers[**who].cli
                     && matches!(op, Op::Release { .. })
                     // Not a withdraw: one that runs on can remove the
                     // caller's next wait (DESIGN.md, "Not explored").
