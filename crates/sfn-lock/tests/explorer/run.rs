@@ -29,6 +29,16 @@ pub const MAX_STEPS: usize = 10_000;
 /// ends: longest lease (1500 s) + wait (600 s) + reconciler + grace, with room.
 pub const LIVENESS_MS: i64 = 45 * 60_000;
 pub const RECONCILE_EVERY_MS: i64 = 60_000;
+
+/// The reconciler's period: a minute, or on SSM (no queue whose wake-ups it
+/// owes) the template's default five, which spares a run hundreds of
+/// reconciler requests while a process pauses.
+pub fn reconcile_every(kind: Kind) -> i64 {
+    match kind {
+        Kind::Ssm => 5 * RECONCILE_EVERY_MS,
+        _ => RECONCILE_EVERY_MS,
+    }
+}
 pub const RECONCILER: usize = 1_000;
 pub const SWEEPS: usize = 2_000;
 pub const OPERATOR: usize = 3_000;
@@ -147,7 +157,7 @@ impl Run {
             callers,
             ops: BTreeMap::new(),
             sweeps_due: Vec::new(),
-            next_reconcile: start + RECONCILE_EVERY_MS,
+            next_reconcile: start + reconcile_every(kind),
             trace: Vec::new(),
             rising: checks::Tokens::default(),
             continuations: Continuations::default(),

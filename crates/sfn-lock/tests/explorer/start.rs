@@ -7,7 +7,7 @@ use sfn_lock::EpochMillis;
 use super::callers::{belief_from_output, Phase};
 use super::checks;
 use super::events::spawn;
-use super::run::{Failure, Op, Run, RECONCILE_EVERY_MS};
+use super::run::{Failure, Op, Run};
 use super::tokens::Task;
 
 impl Run {
@@ -88,7 +88,7 @@ impl Run {
         }
         let reconciler = Run::reconciler_id();
         if self.now >= self.next_reconcile && !self.ops.contains_key(&reconciler) {
-            self.next_reconcile = self.now + RECONCILE_EVERY_MS;
+            self.next_reconcile = self.now + super::run::reconcile_every(self.kind);
             let (sweeper, now) = (self.sweeper.clone(), EpochMillis(self.now));
             self.ops.insert(
                 reconciler,
