@@ -238,15 +238,17 @@ impl<D: Documents> LockStore for DocumentStore<D> {
             match decide_acquire(doc, (lock_name, owner), lease, limit, now) {
                 AcquireStep::Held(contention) => return Ok(AcquireOutcome::Held(contention)),
                 AcquireStep::Write(next, outcome) => {
-                    // The marker before the grant: no grant is ever unmarked;
-                    // a renewal marks again, mending a marker lost since. A
-                    // round lost to another grant marks this one's token.
+                    // The marker before the grant: no grant the sweep may
+                    // look for is ever unmarked; a renewal marks again,
+                    // mending a marker lost since. A round lost to another
+                    // grant marks this one's token. An owner never swept
+                    // (the CLI's) is not marked: nothing would delete it.
                     let token = next
                         .holders
                         .iter()
                         .find(|holder| holder.owner == owner.as_str())
                         .map_or(next.fencing_token, |holder| holder.fencing_token);
-                    if marked != Some(token) {
+                    if marked != Some(token) && owner.may_be_swept() {
                         self.documents.mark(owner, lock_name, token).await?;
                         marked = Some(token);
                     }

@@ -151,6 +151,15 @@ impl Owner {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether the sweep could ever look this owner up: it finds an ended
+    /// execution's locks by the ARN the execution's event names. An owner
+    /// that is no ARN (the CLI's `host:pid:random`) is never swept, so an
+    /// owner marker for it would only be left behind when the run does not
+    /// release (its take failed, its process was killed).
+    pub fn may_be_swept(&self) -> bool {
+        self.0.starts_with("arn:")
+    }
 }
 
 impl fmt::Display for LockName {

@@ -429,3 +429,37 @@ async fn a_grant_never_lacks_its_marker() {
         _ => unreachable!(),
     }
 }
+
+/// Explorer finding (issue 24): a `sfn-lock run` whose take failed, or whose
+/// process was killed, left its owner marker behind for good: only the sweep
+/// deletes markers, and the sweep never looks up an owner that is no ARN
+/// (the CLI's `host:pid:random`). On SSM each is a parameter of the
+/// account's 10,000. Such an owner is not marked at all.
+#[tokio::test]
+async fn an_owner_the_sweep_never_looks_up_leaves_no_marker() {
+    for kind in ["s3", "ssm"] {
+        let store = store(kind).await;
+        let name = LockName::new(unique("cli-owner")).unwrap();
+        let cli = owner(&unique("host:4242:abc"));
+        let now = EpochMillis::now();
+        granted(store.acquire(&name, &cli, lease(60), now).await.unwrap());
+        assert!(
+            store.locks_held_by(&cli).await.unwrap().is_empty(),
+            "{kind}: a CLI owner's grant left a marker no sweep will ever delete"
+        );
+        // An execution is still marked, so that the sweep finds its grant.
+        let execution = owner(&unique("arn:aws:states:us-east-1:1:execution:m:e"));
+        let other = LockName::new(unique("execution-owner")).unwrap();
+        granted(
+            store
+                .acquire(&other, &execution, lease(60), now)
+                .await
+                .unwrap(),
+        );
+        assert_eq!(
+            store.locks_held_by(&execution).await.unwrap(),
+            vec![other],
+            "{kind}"
+        );
+    }
+}

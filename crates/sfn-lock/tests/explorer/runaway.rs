@@ -38,6 +38,8 @@ pub struct Runaway {
     pub others_released: usize,
     /// It is slow (why Step Functions gave up): it sends nothing before this.
     pub resumes_at: i64,
+    /// The grant its caller believed it held when Step Functions gave up.
+    pub belief_at_start: Option<u64>,
     /// When Lambda stops it (its start plus the function's Timeout).
     pub stops_at: i64,
 }
@@ -95,6 +97,7 @@ impl Run {
                 // Its writes so far, landed before Step Functions gave up on it.
                 writes: self.runaways.call_writes.remove(&caller).unwrap_or(0),
                 others_released: self.others_released(caller),
+                belief_at_start: self.callers[caller].belief.map(|belief| belief.token),
                 resumes_at,
                 stops_at,
             },
@@ -170,16 +173,21 @@ impl Run {
         if !changed {
             return false;
         }
-        let others_released = self.others_released(self.caller_of(who));
+        let caller = self.caller_of(who);
+        let others_released = self.others_released(caller);
         // DynamoDB keeps one release record per lock: another release since
         // the call's last write may have overwritten its own (DESIGN.md).
         let one_record = self.kind == super::stores::Kind::DynamoDb;
+        let believed = (self.callers.get(caller)).and_then(|c| c.belief.map(|belief| belief.token));
         match self.runaways.calls.get_mut(&who) {
             Some(runaway) => {
                 runaway.writes += 1;
                 let overwritten = one_record && others_released > runaway.others_released;
                 runaway.others_released = others_released;
-                runaway.writes == 1 || overwritten
+                // On S3 and SSM a call that reads the lock afresh after its
+                // owner took it again finds that grant as its own (DESIGN.md).
+                let regranted = believed.is_some() && believed != runaway.belief_at_start;
+                runaway.writes == 1 || overwritten || regranted
             }
             None => {
                 *self.runaways.call_writes.entry(who).or_default() += 1;
