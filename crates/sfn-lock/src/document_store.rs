@@ -181,7 +181,8 @@ impl<D: Documents> DocumentStore<D> {
                 (_, Some(_)) => true,
                 (_, None) => false,
             };
-            if unmark {
+            // An owner never swept was never marked (the acquire's rule).
+            if unmark && owner.may_be_swept() {
                 self.documents.unmark(owner, lock_name).await?;
             }
             return Ok(outcome);

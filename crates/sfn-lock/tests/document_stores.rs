@@ -438,7 +438,7 @@ async fn a_grant_never_lacks_its_marker() {
 #[tokio::test]
 async fn an_owner_the_sweep_never_looks_up_leaves_no_marker() {
     for kind in ["s3", "ssm"] {
-        let store = store(kind).await;
+        let (store, requests) = counted(kind).await;
         let name = LockName::new(unique("cli-owner")).unwrap();
         let cli = owner(&unique("host:4242:abc"));
         let now = EpochMillis::now();
@@ -450,16 +450,19 @@ async fn an_owner_the_sweep_never_looks_up_leaves_no_marker() {
         // An execution is still marked, so that the sweep finds its grant.
         let execution = owner(&unique("arn:aws:states:us-east-1:1:execution:m:e"));
         let other = LockName::new(unique("execution-owner")).unwrap();
-        granted(
-            store
-                .acquire(&other, &execution, lease(60), now)
-                .await
-                .unwrap(),
-        );
-        assert_eq!(
-            store.locks_held_by(&execution).await.unwrap(),
-            vec![other],
-            "{kind}"
+        let acquired = store.acquire(&other, &execution, lease(60), now);
+        granted(acquired.await.unwrap());
+        let held = store.locks_held_by(&execution).await.unwrap();
+        assert_eq!(held, vec![other.clone()], "{kind}");
+        // Releases alike but for the markers: the CLI owner's deletes none.
+        requests.take();
+        store.release(&name, &cli, now).await.unwrap();
+        let unmarked = requests.take();
+        store.release(&other, &execution, now).await.unwrap();
+        let marked = requests.take();
+        assert!(
+            unmarked < marked,
+            "{kind}: an unmarked owner's release still deletes markers ({unmarked} requests; {marked} with markers)"
         );
     }
 }

@@ -186,7 +186,8 @@ impl Run {
                 runaway.others_released = others_released;
                 // On S3 and SSM a call that reads the lock afresh after its
                 // owner took it again finds that grant as its own (DESIGN.md).
-                let regranted = believed.is_some() && believed != runaway.belief_at_start;
+                let regranted =
+                    !one_record && believed.is_some() && believed != runaway.belief_at_start;
                 runaway.writes == 1 || overwritten || regranted
             }
             None => {
