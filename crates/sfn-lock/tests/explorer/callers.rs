@@ -92,6 +92,12 @@ impl Caller {
         // under the CLI, a paused VM): a Lambda invocation ends at its
         // Timeout. So pauses are drawn only for CLI callers (`pauses.rs`).
         let cli = profile.pauses > 0 && draws.chance(50);
+        // A CLI run of a long job: its grant outlives a pause of its process.
+        let lease = if cli && profile.long_leases {
+            1500
+        } else {
+            lease
+        };
         let owner = match cli {
             true => format!("cli:explored:{run}-c{id}"),
             false => {

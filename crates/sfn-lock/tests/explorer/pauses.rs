@@ -72,6 +72,11 @@ impl Run {
     /// is sent when its process resumes).
     pub async fn dispatch(&mut self, parked: Parked, fate: Fate) -> Result<(), Failure> {
         let key = (parked.caller, parked.seq);
+        if self.pauses.due.contains_key(&key) {
+            // Sent as its process resumes: what the pause was for is that it
+            // lands late (faults on a request are other schedules' business).
+            return self.deliver(parked, Fate::Land).await;
+        }
         // The search leans on the writes a pause matters most before: an SSM
         // generation's create (the write window) and its hint.
         let lean = self.faulty() && lock_write(&parked);
@@ -87,7 +92,7 @@ impl Run {
             .callers
             .get(parked.caller)
             .is_some_and(|caller| caller.cli);
-        if !cli || parked.orphan || self.pauses.due.contains_key(&key) {
+        if !cli || parked.orphan {
             return self.deliver(parked, Fate::Land).await;
         }
         // Minutes, mostly: long enough for the store to move on (the write
@@ -116,12 +121,11 @@ impl Run {
     }
 }
 
-/// An SSM `PutParameter` of a lock's generation or of its `current` hint,
-/// or the probe of the generations after a hint just read (`GetParameters`).
+/// An SSM `PutParameter` of a lock's generation (landing late, it may
+/// re-make one trimmed meanwhile) or of its `current` hint (landing late, it
+/// may point behind generations trimmed meanwhile). A pause before a read
+/// is no stall of the write: the write reads again after it.
 fn lock_write(parked: &Parked) -> bool {
-    if parked.target() == Some("AmazonSSM.GetParameters") {
-        return true;
-    }
     if parked.target() != Some("AmazonSSM.PutParameter") {
         return false;
     }

@@ -26,6 +26,9 @@ pub struct Runaways {
     pub calls: BTreeMap<usize, Runaway>,
     pub of: BTreeMap<usize, usize>,
     pub call_writes: BTreeMap<usize, usize>,
+    /// Callers whose lock a call of theirs that ran on wrote unknowing
+    /// since their current acquire began (its grant may be gone already).
+    pub struck: std::collections::BTreeSet<usize>,
     /// Requests of release calls given up on, on their way: (wire id, seq).
     pub orphan_releases: std::collections::BTreeSet<(usize, u64)>,
 }
@@ -213,6 +216,7 @@ impl Run {
     ) -> Result<(), Failure> {
         let caller = self.caller_of(who);
         if unknowing && self.callers[caller].lock == lock {
+            self.runaways.struck.insert(caller);
             let owner = self.callers[caller].owner.clone();
             // The grant it works under, or the one handed to its waiting task.
             let handed = match &self.callers[caller].phase {

@@ -102,6 +102,7 @@ impl Run {
     }
 
     fn start_acquire(&mut self, id: usize, what: &str) {
+        self.runaways.struck.remove(&id);
         let (name, limit) = self.lock_of(id);
         let caller = &self.callers[id];
         let now = caller.clock(self.now);
@@ -109,7 +110,12 @@ impl Run {
         if caller.queued && matches!(caller.phase, Phase::Acquire) {
             self.tokens.open(&caller.token(self.now));
         }
-        self.note(id, format!("{what} (clock {:+} ms)", caller.skew));
+        let cli = if caller.cli { ", the CLI" } else { "" };
+        let text = format!(
+            "{what} (clock {:+} ms, lease {} s{cli})",
+            caller.skew, caller.lease
+        );
+        self.note(id, text);
         let locker = self.locker.clone();
         self.ops.insert(
             id,
@@ -216,6 +222,18 @@ impl Run {
         }
         let view = self.inspect(self.callers[id].lock).await;
         if checks::kept(&view, &self.callers[id].owner, token).is_none() {
+            if self.runaways.struck.contains(&id) {
+                // A release call of its that ran on freed the grant this
+                // acquire made, before its answer came (DESIGN.md, "A
+                // release call Step Functions gave up on"): forced out.
+                let owner = self.callers[id].owner.clone();
+                self.note(
+                    id,
+                    format!("its grant (token {token}) was freed by its own call that ran on"),
+                );
+                (self.forced.lock().unwrap_or_else(|p| p.into_inner())).push((owner, token));
+                return Ok(());
+            }
             return Err(self.fail(format!(
                 "honest: c{id} was {what} token {token}, a grant the store does not keep"
             )));
