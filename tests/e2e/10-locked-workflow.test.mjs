@@ -462,7 +462,7 @@ describe('locked workflow', () => {
     assert.equal(run.record.enteredStates.at(-1), 'Succeed And Leave Lock To Cleanup');
     assert.equal(run.record.releases.length, 7, 'the first attempt and six retries');
     // The lock stays with the finished execution: the sweep frees it after its
-    // SUCCEEDED event (crates/sfn-lock/tests/cleanup.rs), at worst its lease.
+    // SUCCEEDED event (crates/sfn-lock/tests/suite/cleanup.rs), at worst its lease.
     const lock = await readLock(lockName);
     assert.equal(lock.owner, run.executionArn);
     assert.equal(lock.expiresAt - lock.acquiredAt, LEASE_SECONDS * 1000);

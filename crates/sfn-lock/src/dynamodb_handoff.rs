@@ -11,10 +11,13 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use crate::deadline::time_left;
-use crate::dynamodb::*;
+use crate::dynamodb::{
+    DynamoStore, Item, Write, WriteFailure, ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, HOLDER_COUNT,
+    OWNER, TTL,
+};
 use crate::dynamodb_item::{gc_after, lease_from, number, string};
 use crate::dynamodb_permits::{decide, permit_lease, permit_names, permit_of, Decision};
-use crate::dynamodb_queue::*;
+use crate::dynamodb_queue::{grant_output, pending_wakes, queue_of, wake_nonce, MAX_PENDING_WAKES};
 use crate::error::StoreError;
 use crate::model::{EpochMillis, Lease, LockName, Owner};
 use crate::queue::WakeOutcome;
@@ -206,7 +209,12 @@ impl DynamoStore {
                 continue;
             }
             let lease = granted_lease(lock_name, &waiter.owner, waiter.limit, &item)?;
-            let output = grant_output(&lease, waiter.lease, waiter.limit, "granted");
+            let output = grant_output(
+                &lease,
+                waiter.lease,
+                waiter.limit,
+                crate::model::Outcome::Granted,
+            );
             let handed = |woken, item| {
                 Ok(Pumped {
                     handed: Some(lease.clone()),

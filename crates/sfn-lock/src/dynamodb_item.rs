@@ -9,7 +9,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::dynamodb::*;
+use crate::dynamodb::{
+    Item, ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, OWNER, RELEASED_BY, RELEASED_TOKEN,
+    TTL_GRACE_SECONDS,
+};
 use crate::error::StoreError;
 use crate::model::{EpochMillis, Holder, Lease, LockName, Owner};
 

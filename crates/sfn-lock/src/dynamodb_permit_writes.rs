@@ -5,9 +5,13 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use tracing::warn;
 
-use crate::dynamodb::*;
+use crate::dynamodb::{
+    classify, grant_assignments, queue_empty, released_by_this_call, token_base, DynamoStore,
+    HandOff, Item, Released, Write, WriteFailure, ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN,
+    HOLDER_COUNT, LOCK_NAME, OWNER, QUEUE_LENGTH, RELEASED_BY, RELEASED_TOKEN, RELEASE_ID, TTL,
+};
 use crate::dynamodb_item::{gc_after, number, string};
-use crate::dynamodb_permits::*;
+use crate::dynamodb_permits::{marker_key, permit_names, permit_of, Permit, PERMIT_OF};
 use crate::dynamodb_queue::wake_name;
 use crate::error::StoreError;
 use crate::model::{EpochMillis, LockName, Owner, ReleaseOutcome, MAX_LEASE_SECONDS};

@@ -15,7 +15,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::dynamodb::*;
+use crate::dynamodb::{Item, ACQUIRED_AT, EXPIRES_AT, LOCK_NAME, OWNER};
 use crate::dynamodb_item::{holder_from, malformed, read_number, read_string};
 use crate::error::StoreError;
 use crate::model::MAX_LOCK_NAME_BYTES;

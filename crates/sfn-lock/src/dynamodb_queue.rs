@@ -13,7 +13,10 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use sha2::{Digest, Sha256};
 
-use crate::dynamodb::*;
+use crate::dynamodb::{
+    classify, DynamoStore, Item, Write, WriteFailure, EXPIRES_AT, HOLDER_COUNT, LOCK_NAME, OWNER,
+    TTL,
+};
 use crate::dynamodb_item::{gc_after, malformed, number, read_number, read_string, string};
 use crate::dynamodb_permits::{worst_item_bytes, MAX_ITEM_BYTES, PERMIT_OF};
 use crate::error::StoreError;
@@ -347,7 +350,7 @@ pub(crate) fn grant_output(
     lease: &crate::model::Lease,
     lease_seconds: LeaseSeconds,
     limit: Limit,
-    outcome: &'static str,
+    outcome: crate::model::Outcome,
 ) -> String {
     let answer = crate::lock::AcquireResponse::new(lease, lease_seconds, limit, outcome);
     // Plain fields only: serialising cannot fail.

@@ -4,12 +4,14 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use tracing::{info, warn};
 
-use crate::dynamodb::*;
+use crate::dynamodb::{classify, DynamoStore, Item, WriteFailure, LOCK_NAME};
 use crate::dynamodb_item::string;
 use crate::dynamodb_permits::check_fits;
-use crate::dynamodb_queue::*;
+use crate::dynamodb_queue::{
+    entry_name, grant_output, position_of, queue_length, queue_of, Entry, MAX_QUEUE, TASK_TOKEN,
+};
 use crate::error::StoreError;
-use crate::model::{AcquireOutcome, Contention, EpochMillis, Lease, LockName, Owner};
+use crate::model::{AcquireOutcome, Contention, EpochMillis, Lease, LockName, Outcome, Owner};
 use crate::queue::WakeOutcome;
 use crate::request::{LeaseSeconds, Limit, Waiting};
 
@@ -57,7 +59,11 @@ impl DynamoStore {
             &outcome,
             lease,
             limit,
-            if granted { "granted" } else { "renewed" },
+            if granted {
+                Outcome::Granted
+            } else {
+                Outcome::Renewed
+            },
         );
         let (name, who) = (lock_name.as_str(), owner.as_str());
         match waker.wake(token.as_str(), output).await {

@@ -1,7 +1,9 @@
 //! Renewing a grant the caller already holds (a retried task, or a
 //! deliberate renewal): the write, and the rule for its new expiry.
 
-use crate::dynamodb::*;
+use crate::dynamodb::{
+    DynamoStore, Item, Write, WriteFailure, EXPIRES_AT, FENCING_TOKEN, OWNER, TTL,
+};
 use crate::dynamodb_item::{gc_after, lease_from, number, string};
 use crate::dynamodb_permits::{permit_lease, Decision};
 use crate::dynamodb_queued::Core;

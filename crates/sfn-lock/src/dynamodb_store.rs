@@ -4,7 +4,10 @@
 
 use tracing::warn;
 
-use crate::dynamodb::*;
+use crate::dynamodb::{
+    classify, DynamoStore, Item, WriteFailure, EXPIRES_AT, LOCK_NAME, MAX_ACQUIRE_ROUNDS, OWNER,
+    OWNER_INDEX, OWNER_QUERY_PAGE_SIZE,
+};
 use crate::dynamodb_handoff::holds;
 use crate::dynamodb_item::{lease_from, malformed, release_id, string};
 use crate::dynamodb_permits::{

@@ -4,7 +4,7 @@
 //! list costs the table's size in read units, whatever it finds: it stops
 //! at its bound, and the CLI says when it did.
 
-use crate::dynamodb::*;
+use crate::dynamodb::{DynamoStore, Item, ACQUIRED_AT, FENCING_TOKEN, LOCK_NAME, OWNER};
 use crate::dynamodb_item::{holder_from, malformed, number, read_number, read_string, string};
 use crate::dynamodb_permits::{permits_of, HOLDER_COUNT};
 use crate::dynamodb_queue::queue_length;

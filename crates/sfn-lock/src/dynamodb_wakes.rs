@@ -16,12 +16,14 @@
 
 use tracing::{info, warn};
 
-use crate::dynamodb::*;
+use crate::dynamodb::{
+    DynamoStore, Item, Write, WriteFailure, ACQUIRED_AT, EXPIRES_AT, OWNER, TTL,
+};
 use crate::dynamodb_handoff::{granted_lease, holds, time_for_a_hand_off};
 use crate::dynamodb_item::{gc_after, number, string};
 use crate::dynamodb_permit_writes::permit_value;
 use crate::dynamodb_permits::permit_names;
-use crate::dynamodb_queue::*;
+use crate::dynamodb_queue::{grant_output, pending_wakes, wake_nonce};
 use crate::error::StoreError;
 use crate::model::{EpochMillis, LockName};
 use crate::queue::WakeOutcome;
@@ -113,7 +115,12 @@ impl DynamoStore {
                 Err(WriteFailure::Store(error)) => return Err(error),
             };
             let lease = granted_lease(lock_name, &waiter.owner, waiter.limit, &item)?;
-            let output = grant_output(&lease, waiter.lease, waiter.limit, "granted");
+            let output = grant_output(
+                &lease,
+                waiter.lease,
+                waiter.limit,
+                crate::model::Outcome::Granted,
+            );
             match waker.wake(&waiter.token, output).await {
                 WakeOutcome::Woken => {
                     info!(

@@ -80,8 +80,8 @@ pub use lock::{
     AcquireAnswer, AcquireResponse, Locker, QueuedResponse, ReleaseResponse, DEFAULT_LEASE_SECONDS,
 };
 pub use model::{
-    AcquireOutcome, Contention, EpochMillis, Holder, Lease, LockName, Owner, ReleaseOutcome,
-    MAX_LEASE_SECONDS,
+    AcquireOutcome, Contention, EpochMillis, Holder, Lease, LockName, Outcome, Owner,
+    ReleaseOutcome, MAX_LEASE_SECONDS,
 };
 pub use queue::{SfnWaker, TaskToken, Wake, WakeOutcome};
 pub use request::{

@@ -9,7 +9,7 @@ use tracing::{info, warn};
 
 use crate::error::{LockError, StoreError};
 use crate::metrics::Metrics;
-use crate::model::{AcquireOutcome, EpochMillis, Lease, ReleaseOutcome};
+use crate::model::{AcquireOutcome, EpochMillis, Lease, Outcome, ReleaseOutcome};
 use crate::request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, Waiting};
 use crate::store::LockStore;
 
@@ -27,7 +27,7 @@ pub struct AcquireResponse {
     pub expires_at: String,
     pub lease_seconds: u32,
     /// `granted` for a new grant, `renewed` when the caller already held it.
-    pub outcome: &'static str,
+    pub outcome: Outcome,
     /// The holders the lock admits at once, as asked; left out for 1 (a
     /// mutex), so a mutex's answer is what it always was.
     #[serde(skip_serializing_if = "is_one")]
@@ -42,7 +42,7 @@ pub struct QueuedResponse {
     pub lock_name: String,
     pub owner: String,
     /// Always `queued`.
-    pub outcome: &'static str,
+    pub outcome: Outcome,
     /// 1 is next.
     pub position: u32,
 }
@@ -57,12 +57,7 @@ pub enum AcquireAnswer {
 
 impl AcquireResponse {
     /// The answer for `lease`, also the output a woken waiter's task gets.
-    pub fn new(
-        lease: &Lease,
-        lease_seconds: LeaseSeconds,
-        limit: Limit,
-        outcome: &'static str,
-    ) -> Self {
+    pub fn new(lease: &Lease, lease_seconds: LeaseSeconds, limit: Limit, outcome: Outcome) -> Self {
         AcquireResponse {
             lock_name: lease.lock_name.to_string(),
             owner: lease.owner.to_string(),
@@ -84,7 +79,7 @@ pub struct ReleaseResponse {
     pub lock_name: String,
     pub owner: String,
     pub released: bool,
-    pub outcome: &'static str,
+    pub outcome: Outcome,
 }
 
 /// The lock's behaviour over any [`LockStore`].
@@ -230,19 +225,19 @@ impl<S: LockStore> Locker<S> {
                 Ok(AcquireAnswer::Queued(QueuedResponse {
                     lock_name: lock_name.to_owned(),
                     owner: owner.to_owned(),
-                    outcome: "queued",
+                    outcome: Outcome::Queued,
                     position,
                 }))
             }
             AcquireOutcome::Granted(granted) => {
                 info!(lock_name, owner, fencing_token = granted.fencing_token,
                       expires_at = %granted.expires_at, "lock granted");
-                Ok(response(granted, lease, request.limit, "granted"))
+                Ok(response(granted, lease, request.limit, Outcome::Granted))
             }
             AcquireOutcome::Renewed(renewed) => {
                 info!(lock_name, owner, fencing_token = renewed.fencing_token,
                       expires_at = %renewed.expires_at, "lock renewed");
-                Ok(response(renewed, lease, request.limit, "renewed"))
+                Ok(response(renewed, lease, request.limit, Outcome::Renewed))
             }
             AcquireOutcome::Held(contention) => {
                 let live_holders: Vec<(String, String)> = contention
@@ -318,7 +313,7 @@ impl<S: LockStore> Locker<S> {
         let outcome = match outcome {
             ReleaseOutcome::Released => {
                 info!(lock_name, owner, "lock released");
-                "released"
+                Outcome::Released
             }
             ReleaseOutcome::HeldByOther(holder)
                 if holder.follows_release_by(&request.owner, request.fencing_token) =>
@@ -327,30 +322,30 @@ impl<S: LockStore> Locker<S> {
                 // the new holder got the lock after it, with no overlap.
                 info!(lock_name, owner, holder = %holder.owner, fencing_token = holder.fencing_token,
                       "lock released earlier by this owner; another owner holds it now");
-                "released"
+                Outcome::Released
             }
             ReleaseOutcome::HeldByOther(_) | ReleaseOutcome::NotHeld if request.withdraw => {
                 // A waiter that gave up and was never handed the lock: no
                 // lost lease, nothing for an operator (no HeldByOther metric).
                 info!(lock_name, owner, "the waiter gave up; it held nothing");
-                "withdrawn"
+                Outcome::Withdrawn
             }
             ReleaseOutcome::NotHeld => {
                 info!(lock_name, owner, "release found the lock not held");
-                "not_held"
+                Outcome::NotHeld
             }
             ReleaseOutcome::HeldByOther(holder) => {
                 // The caller's lease ran out and someone took over: the caller's work
                 // overlapped another holder's, which is worth an operator's look.
                 warn!(lock_name, owner, holder = %holder.owner, fencing_token = holder.fencing_token,
                       "release found the lock held by another owner; left it untouched");
-                "held_by_other"
+                Outcome::HeldByOther
             }
         };
         let response = ReleaseResponse {
             lock_name: request.lock_name.to_string(),
             owner: request.owner.to_string(),
-            released: outcome == "released",
+            released: outcome == Outcome::Released,
             outcome,
         };
         // The grant's start, if the event is acquire-lock's answer: no extra read.
@@ -387,7 +382,7 @@ fn response(
     lease: Lease,
     lease_seconds: LeaseSeconds,
     limit: Limit,
-    outcome: &'static str,
+    outcome: Outcome,
 ) -> AcquireAnswer {
     AcquireAnswer::Lease(AcquireResponse::new(&lease, lease_seconds, limit, outcome))
 }

@@ -8,7 +8,7 @@ use crate::cleanup::SweepReport;
 use crate::error::LockError;
 use crate::lock::{AcquireAnswer, ReleaseResponse};
 pub use crate::metrics_emf::{Metrics, Sample, Sink, Unit};
-use crate::model::EpochMillis;
+use crate::model::{EpochMillis, Outcome};
 use crate::reconcile::ReconcileReport;
 use crate::request::AcquireRequest;
 
@@ -167,14 +167,14 @@ impl Metrics {
     ) {
         // `not_held` reports nothing: an earlier release (or the sweep) freed it.
         let samples = match response.outcome {
-            "released" => match acquired_at {
+            Outcome::Released => match acquired_at {
                 Some(acquired_at) => vec![
                     Sample::count(RELEASED),
                     Sample::millis(HOLD_TIME, elapsed(acquired_at, now)),
                 ],
                 None => vec![Sample::count(RELEASED)],
             },
-            "held_by_other" => vec![Sample::count(HELD_BY_OTHER)],
+            Outcome::HeldByOther => vec![Sample::count(HELD_BY_OTHER)],
             _ => vec![],
         };
         self.record(Some(&response.lock_name), now, &samples);
@@ -208,7 +208,7 @@ fn acquire_samples(
     now: EpochMillis,
 ) -> Vec<Sample> {
     match answer {
-        Ok(AcquireAnswer::Lease(lease)) if lease.outcome == "renewed" => {
+        Ok(AcquireAnswer::Lease(lease)) if lease.outcome == Outcome::Renewed => {
             vec![Sample::count(RENEWED)]
         }
         Ok(AcquireAnswer::Lease(_)) => {
@@ -349,7 +349,7 @@ mod tests {
         let queued = Ok(AcquireAnswer::Queued(QueuedResponse {
             lock_name: "etl".into(),
             owner: "me".into(),
-            outcome: "queued",
+            outcome: Outcome::Queued,
             position: 3,
         }));
         assert_eq!(

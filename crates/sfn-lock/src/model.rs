@@ -244,6 +244,57 @@ pub enum AcquireOutcome {
     Queued { position: u32 },
 }
 
+/// The `outcome` field of acquire-lock's and release-lock's answers (and of
+/// a woken waiter's task output): part of the public contract, which state
+/// machines branch on (`Choice` rules), serialised in snake case exactly as
+/// the strings it replaces. Code branches on the variant, never the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A new grant.
+    Granted,
+    /// The caller already held the lock: its lease was extended.
+    Renewed,
+    /// The caller waits in the queue; the grant comes through its task token.
+    Queued,
+    /// This call, or an earlier attempt of it, freed the caller's grant.
+    Released,
+    /// A waiter that gave up left the queue; it held nothing.
+    Withdrawn,
+    /// Nobody held the lock.
+    NotHeld,
+    /// Someone else holds it.
+    HeldByOther,
+}
+
+impl Outcome {
+    /// The text the answers carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Granted => "granted",
+            Outcome::Renewed => "renewed",
+            Outcome::Queued => "queued",
+            Outcome::Released => "released",
+            Outcome::Withdrawn => "withdrawn",
+            Outcome::NotHeld => "not_held",
+            Outcome::HeldByOther => "held_by_other",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Comparing with the contract's text, as callers and tests read it.
+impl PartialEq<&str> for Outcome {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReleaseOutcome {
     Released,
@@ -258,6 +309,26 @@ pub enum ReleaseOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outcome_serialises_as_the_contracts_text() {
+        let all = [
+            (Outcome::Granted, "granted"),
+            (Outcome::Renewed, "renewed"),
+            (Outcome::Queued, "queued"),
+            (Outcome::Released, "released"),
+            (Outcome::Withdrawn, "withdrawn"),
+            (Outcome::NotHeld, "not_held"),
+            (Outcome::HeldByOther, "held_by_other"),
+        ];
+        for (outcome, text) in all {
+            assert_eq!(serde_json::to_value(outcome).ok(), Some(text.into()));
+            assert_eq!(outcome.as_str(), text);
+            assert_eq!(outcome.to_string(), text);
+            let back: Option<Outcome> = serde_json::from_value(text.into()).ok();
+            assert_eq!(back, Some(outcome));
+        }
+    }
 
     #[test]
     fn rfc3339_round_trips_at_millisecond_precision() {

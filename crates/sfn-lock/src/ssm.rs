@@ -248,6 +248,24 @@ impl Documents for SsmDocuments {
         self.delete_markers(owner, lock_name).await
     }
 
+    async fn unmark_ended(
+        &self,
+        owner: &Owner,
+        lock_name: &LockName,
+        doc: Option<&LockDoc>,
+    ) -> Result<(), StoreError> {
+        // A lock never granted has no ended grant to unmark.
+        let Some(doc) = doc.filter(|doc| doc.fencing_token > 0) else {
+            return Ok(());
+        };
+        let held: Vec<u64> = (doc.holders.iter())
+            .filter(|holder| holder.owner == owner.as_str())
+            .map(|holder| holder.fencing_token)
+            .collect();
+        self.delete_ended_markers(owner, lock_name, doc.fencing_token, &held)
+            .await
+    }
+
     /// `GetParametersByPath` under the path, recursive: every lock's
     /// generations and hint (10 a page), one name per lock folder; the
     /// `.owners` folder and names that are not encoded lock names are passed

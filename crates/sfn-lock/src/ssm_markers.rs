@@ -74,6 +74,10 @@ impl SsmDocuments {
     ) -> Result<(), StoreError> {
         let mut names = self.marker_names(owner, lock_name).await?;
         names.push(self.marker_folder(owner, lock_name));
+        self.delete_names(&names).await
+    }
+
+    async fn delete_names(&self, names: &[String]) -> Result<(), StoreError> {
         for batch in names.chunks(10) {
             // DeleteParameters lists a missing name as invalid instead of failing.
             self.client
@@ -84,6 +88,26 @@ impl SsmDocuments {
                 .map_err(|error| classify("DeleteParameters", error))?;
         }
         Ok(())
+    }
+
+    /// Deletes the owner's markers for the lock whose grants are over:
+    /// tokens up to `last_issued` that are not in `held`. The old layout's
+    /// name (no token) is left to the sweep.
+    pub(crate) async fn delete_ended_markers(
+        &self,
+        owner: &Owner,
+        lock_name: &LockName,
+        last_issued: u64,
+        held: &[u64],
+    ) -> Result<(), StoreError> {
+        let ended: Vec<String> = (self.marker_names(owner, lock_name).await?)
+            .into_iter()
+            .filter(|name| {
+                let token = name.rsplit('/').next().and_then(|t| t.parse::<u64>().ok());
+                token.is_some_and(|token| token <= last_issued && !held.contains(&token))
+            })
+            .collect();
+        self.delete_names(&ended).await
     }
 
     /// The locks the owner has markers for: `<lock>/<token>` or (old) `<lock>`.

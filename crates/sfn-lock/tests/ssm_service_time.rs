@@ -3,8 +3,11 @@
 //! a writer that stalled between its read and its create is not answered for,
 //! a caller's clock deletes nothing, and a listing that contradicts the hint
 //! decides nothing. SSM's clock is moved ahead on the local server; every
-//! test here takes `serial()` first.
+//! test here takes `serial()` first, and the file is a test binary of its
+//! own: in the suite's binary the other SSM tests would run while SSM's
+//! clock jumps.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 
 #[path = "ssm_service_time/bounds.rs"]

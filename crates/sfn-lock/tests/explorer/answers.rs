@@ -182,7 +182,7 @@ impl Run {
                         (expires_at - self.start) as f64 / 1000.0
                     ),
                 );
-                self.check_kept(id, lease.fencing_token, expires_at, lease.outcome)
+                self.check_kept(id, lease.fencing_token, expires_at, lease.outcome.as_str())
                     .await?;
                 let caller = &mut self.callers[id];
                 caller.belief = Some(super::callers::Belief {
