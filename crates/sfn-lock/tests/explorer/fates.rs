@@ -71,6 +71,32 @@ impl Fate {
 pub struct Continuations {
     next: u64,
     pending: BTreeMap<String, (Option<String>, BTreeSet<String>)>,
+    /// Callers whose last SSM `GetParameters` found none of the names it
+    /// asked for: a read whose hint's generations are all gone, about to
+    /// list the lock (the path of issue 23's empty listing).
+    empty_probes: BTreeSet<usize>,
+}
+
+impl Continuations {
+    /// Whether `parked` is the listing that follows `caller`'s empty probe:
+    /// the search cuts it short more often there, where it decides most.
+    pub fn follows_empty_probe(&self, parked: &Parked) -> bool {
+        is_listing(parked) && self.empty_probes.contains(&parked.caller)
+    }
+
+    fn note_probe(&mut self, parked: &Parked, answer: &Answer) {
+        if parked.target() != Some("AmazonSSM.GetParameters") || answer.status != 200 {
+            return;
+        }
+        let body: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+        match body["Parameters"]
+            .as_array()
+            .is_some_and(|found| found.is_empty())
+        {
+            true => self.empty_probes.insert(parked.caller),
+            false => self.empty_probes.remove(&parked.caller),
+        };
+    }
 }
 
 /// Carries out `fate` for `parked`; the answer's description for the trace.
@@ -105,6 +131,7 @@ pub fn carry_out(
             Err(error) => panic!("{error}"),
         }
     };
+    continuations.note_probe(&parked, &answer);
     if parked.is_ssm() {
         // The SSM store reads the service's clock from this header.
         let date = DateTime::from_millis(store_now)

@@ -57,8 +57,13 @@ impl Run {
         let callers = self.callers.len();
         if owners.len() > callers {
             let text = format!(
-                "footprint: {} owner markers left by {callers} callers that are all done",
-                owners.len()
+                "footprint: {} owner markers left by {callers} callers that are all done: {}",
+                owners.len(),
+                owners
+                    .iter()
+                    .map(|n| n.split("/.owners/").nth(1).unwrap_or(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             return Err(self.fail(text));
         }

@@ -81,7 +81,9 @@ pub fn explore(kind: Kind, seeds: &[u64], fresh_from: u64, budget: Duration) -> 
     let mut report = Report::default();
     let fresh = (0..).map(|n: u64| fresh_from.wrapping_add(n.wrapping_mul(0x2545_f491_4f6c_dd1d)));
     for seed in seeds.iter().copied().chain(fresh) {
-        if began.elapsed() >= budget && report.schedules >= seeds.len() {
+        // Every seed that once failed, and at least one fresh seed: the one
+        // `EXPLORE_SEED` names when a printed failure is replayed.
+        if began.elapsed() >= budget && report.schedules > seeds.len() {
             break;
         }
         report.schedules += 1;

@@ -202,7 +202,8 @@ impl Run {
                 self.note(NARRATOR, "— faults stop —");
             }
             if let Some((since, bound)) = quiet_since {
-                if self.now - since.max(self.pauses.last_due) > bound {
+                let last_delay = (self.pauses.last_due).max(self.runaways.struck_until);
+                if self.now - since.max(last_delay) > bound {
                     let waiting = self.still_waiting();
                     return Err(self.fail(format!(
                         "liveness: callers not done {} min after the faults stopped: {waiting}",
@@ -234,9 +235,13 @@ impl Run {
                 continue;
             }
             self.stats.steps += 1;
-            // A run that leans on pauses has no stalls: a stall of hours
-            // would outlast every lease a pause is meant to land inside.
-            let stalls = if self.profile.pauses > 0 { 0 } else { 3 };
+            // An SSM run that leans on pauses has no stalls: a stall of hours
+            // would outlast every lease a pause is meant to land inside. On
+            // the other stores pauses lean on nothing (`pauses.rs`), and the
+            // stalls are what their failure paths need (a retried acquire
+            // stalled while the lock was handed to it).
+            let leans = self.profile.pauses > 0 && self.kind == Kind::Ssm;
+            let stalls = if leans { 0 } else { 3 };
             if faulty && self.draws.chance(stalls) {
                 let stall = STALLS_MS[self.draws.below(STALLS_MS.len() as u64) as usize];
                 self.wire.put_back(parked);
@@ -274,7 +279,8 @@ impl Run {
             let releasing = matches!(self.op_of(chosen.caller), Some(Op::Release { .. }));
             let fate = match faulty {
                 true if releasing && chosen.writes() && self.draws.chance(10) => Fate::AnswerLost,
-                true if self.profile.short_listings
+                true if (self.profile.short_listings
+                    || self.continuations.follows_empty_probe(&chosen))
                     && super::fates::is_listing(&chosen)
                     && self.draws.chance(60) =>
                 {

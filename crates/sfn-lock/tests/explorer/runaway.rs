@@ -26,17 +26,31 @@ pub struct Runaways {
     pub calls: BTreeMap<usize, Runaway>,
     pub of: BTreeMap<usize, usize>,
     pub call_writes: BTreeMap<usize, usize>,
+    /// Of those, the writes that freed the grant the caller believed it
+    /// held (S3, SSM: its release record is in the document from then on).
+    pub call_documents: BTreeMap<usize, usize>,
+    /// Every lock's grants (tokens) as read after the last landed write.
+    pub tokens: Vec<std::collections::BTreeSet<u64>>,
     /// Callers whose lock a call of theirs that ran on wrote unknowing
     /// since their current acquire began (its grant may be gone already).
     pub struck: std::collections::BTreeSet<usize>,
     /// Requests of release calls given up on, on their way: (wire id, seq).
     pub orphan_releases: std::collections::BTreeSet<(usize, u64)>,
+    /// Waits (caller, task token) that a call of the caller's own that ran
+    /// on wrote beside: it may have removed them from the queue, and the
+    /// waiter then waits to its bound (DESIGN.md, "A release call Step
+    /// Functions gave up on").
+    pub struck_waits: std::collections::BTreeSet<(usize, String)>,
+    /// The latest bound of those waits: liveness counts from there too.
+    pub struck_until: i64,
 }
 
 pub struct Runaway {
     pub op: Op,
     /// Its writes that landed.
     pub writes: usize,
+    /// Of those, the writes that freed its caller's grant (S3, SSM).
+    pub documents: usize,
     /// Others' writes that may have released the lock, by its last write.
     pub others_released: usize,
     /// It is slow (why Step Functions gave up): it sends nothing before this.
@@ -99,6 +113,7 @@ impl Run {
                 op,
                 // Its writes so far, landed before Step Functions gave up on it.
                 writes: self.runaways.call_writes.remove(&caller).unwrap_or(0),
+                documents: self.runaways.call_documents.remove(&caller).unwrap_or(0),
                 others_released: self.others_released(caller),
                 belief_at_start: self.callers[caller].belief.map(|belief| belief.token),
                 resumes_at,
@@ -168,12 +183,8 @@ impl Run {
     /// as `carry_out` told it, a 2xx): whether it is a write of a call that
     /// ran on which cannot know its own earlier release (its first, or on
     /// DynamoDB one after another release overwrote the lock's record).
-    pub fn runaway_wrote(&mut self, who: usize, answer: &str) -> bool {
-        let status = answer
-            .split(|c: char| !c.is_ascii_digit())
-            .find(|s| s.len() == 3);
-        let changed = status.is_some_and(|status| status.starts_with('2'));
-        if !changed {
+    pub fn runaway_wrote(&mut self, who: usize, answer: &str, frees: bool) -> bool {
+        if !changed(answer) {
             return false;
         }
         let caller = self.caller_of(who);
@@ -185,18 +196,57 @@ impl Run {
         match self.runaways.calls.get_mut(&who) {
             Some(runaway) => {
                 runaway.writes += 1;
+                // Its own release record, once written (a write that freed
+                // the grant; a confirmation writes none), is what a fresh
+                // read finds first (`decide_release`): no excuse after it.
+                let first_document = frees && runaway.documents == 0;
+                runaway.documents += usize::from(frees);
                 let overwritten = one_record && others_released > runaway.others_released;
                 runaway.others_released = others_released;
                 // On S3 and SSM a call that reads the lock afresh after its
                 // owner took it again finds that grant as its own (DESIGN.md).
-                let regranted =
-                    !one_record && believed.is_some() && believed != runaway.belief_at_start;
+                let regranted = !one_record
+                    && first_document
+                    && believed.is_some()
+                    && believed != runaway.belief_at_start;
                 runaway.writes == 1 || overwritten || regranted
             }
             None => {
                 *self.runaways.call_writes.entry(who).or_default() += 1;
+                *self.runaways.call_documents.entry(who).or_default() += usize::from(frees);
                 false
             }
+        }
+    }
+
+    /// After `who`'s write removed a queue entry of `lock`'s: if `who` is a
+    /// call of a caller's that ran on, and that caller waits in the queue
+    /// without a grant, the entry was its later wait (DESIGN.md, "A release
+    /// call Step Functions gave up on"): it waits to its bound, and liveness
+    /// counts from there.
+    pub fn strike_wait(&mut self, who: usize, lock: usize, view: &LockView) {
+        let caller = self.caller_of(who);
+        let Some(c) = self
+            .callers
+            .get(caller)
+            .filter(|c| who != caller && c.lock == lock)
+        else {
+            return;
+        };
+        let super::callers::Phase::Queued { token, deadline } = &c.phase else {
+            return;
+        };
+        if view
+            .grants
+            .iter()
+            .any(|grant| grant.owner == c.owner.as_str())
+        {
+            return;
+        }
+        let (token, deadline) = (token.clone(), *deadline);
+        if self.runaways.struck_waits.insert((caller, token)) {
+            self.runaways.struck_until = self.runaways.struck_until.max(deadline);
+            self.note(who, format!("removed c{caller}'s later wait: c{caller} waits to its bound (DESIGN.md, \"A release call Step Functions gave up on\")"));
         }
     }
 
@@ -262,4 +312,37 @@ impl Run {
     pub fn op_of(&self, who: usize) -> Option<&Op> {
         (self.ops.get(&who)).or_else(|| self.runaways.calls.get(&who).map(|r| &r.op))
     }
+}
+
+impl Run {
+    /// Whether the grant `who`'s caller believes it holds was in the store
+    /// before this write and is gone after it (`views`, one per lock), and
+    /// remembers every lock's tokens for the next write.
+    pub fn frees_belief(&mut self, who: usize, views: &[LockView]) -> bool {
+        let caller = self.caller_of(who);
+        let belief = (self.callers.get(caller)).and_then(|c| c.belief.map(|b| (c.lock, b.token)));
+        let after: Vec<std::collections::BTreeSet<u64>> = (views.iter())
+            .map(|view| {
+                view.grants
+                    .iter()
+                    .map(|grant| grant.fencing_token)
+                    .collect()
+            })
+            .collect();
+        let before = std::mem::replace(&mut self.runaways.tokens, after);
+        belief.is_some_and(|(lock, token)| {
+            before
+                .get(lock)
+                .is_some_and(|tokens| tokens.contains(&token))
+                && !self.runaways.tokens[lock].contains(&token)
+        })
+    }
+}
+
+/// Whether a landed request's answer, as `carry_out` told it, is a 2xx.
+pub fn changed(answer: &str) -> bool {
+    let status = answer
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|s| s.len() == 3);
+    status.is_some_and(|status| status.starts_with('2'))
 }

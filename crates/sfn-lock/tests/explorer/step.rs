@@ -10,6 +10,9 @@ use super::ports::MACHINE;
 use super::run::{Failure, Run, RECONCILER};
 use super::stores::Kind;
 
+/// The condition of DynamoDB's queue-entry removal (`dynamodb_queue.rs`).
+const DROP_ENTRY: &[u8] = b"#entry = :seq";
+
 impl Run {
     pub async fn deliver(
         &mut self,
@@ -18,6 +21,10 @@ impl Run {
     ) -> Result<(), Failure> {
         let (who, label, writes) = (parked.caller, parked.label(), parked.writes());
         let (orphan, seq) = (parked.orphan, parked.seq);
+        // DynamoDB's removal of a queue entry (`drop_entry`: a withdraw, or a
+        // pump dropping an entry it cannot hand off to).
+        let drops_entry = (parked.body.windows(DROP_ENTRY.len())).any(|w| w == DROP_ENTRY);
+        let writes_document = parked.writes_document();
         if parked.is_sfn() && !fate.lands() {
             if let Some(token) = parked.task_token() {
                 self.handed.unsent.insert((who, token));
@@ -78,12 +85,21 @@ impl Run {
         self.note(who, format!("{label}: {answer}{crash}"));
         // A blind DynamoDB write of a release call given up on cannot know it either.
         let blind = orphan && releasing && self.kind == Kind::DynamoDb;
-        let unknowing = fate.lands() && writes && (self.runaway_wrote(who, &answer) || blind);
         if fate.lands() && writes {
+            let mut views = Vec::with_capacity(self.locks.len());
             for lock in 0..self.locks.len() {
-                let view = self.inspect(lock).await;
+                views.push(self.inspect(lock).await);
+            }
+            // A write of the lock's document that freed the grant its
+            // caller believed it held: a release, not a confirmation.
+            let frees = writes_document && self.frees_belief(who, &views);
+            let unknowing = self.runaway_wrote(who, &answer, frees) || blind;
+            for (lock, view) in views.into_iter().enumerate() {
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
                 self.check_held(who, unknowing, lock, &view)?;
+                if drops_entry && super::runaway::changed(&answer) {
+                    self.strike_wait(who, lock, &view);
+                }
                 self.note_handed(who, orphan, lock, &view);
             }
         }

@@ -98,6 +98,20 @@ impl Parked {
         }
     }
 
+    /// A write of a lock's document on S3 or SSM (an object `PutObject`, a
+    /// generation's create), not of a marker or the `current` hint.
+    pub fn writes_document(&self) -> bool {
+        if self.method == "PUT" && self.target().is_none() {
+            return !self.uri.contains(".owners");
+        }
+        if self.target() != Some("AmazonSSM.PutParameter") {
+            return false;
+        }
+        let body: serde_json::Value = serde_json::from_slice(&self.body).unwrap_or_default();
+        let name = body["Name"].as_str().unwrap_or_default();
+        body["Overwrite"] == false && !name.contains("/.owners/")
+    }
+
     pub fn is_sfn(&self) -> bool {
         self.target()
             .is_some_and(|t| t.starts_with("AWSStepFunctions."))
