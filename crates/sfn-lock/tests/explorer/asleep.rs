@@ -56,7 +56,7 @@ impl Run {
             // Expired as it landed: only a stall moves time so far within
             // one call (Lambda's Timeout would have stopped it), and the
             // next pump may take it back. Liveness still holds the waiter.
-            if grant.expires_at.0 < self.now {
+            if handed.unheld.contains(token) && grant.expires_at.0 < self.now {
                 continue;
             }
             if handed.unheld.contains(token) && !orphan {

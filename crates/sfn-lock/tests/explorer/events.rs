@@ -133,10 +133,15 @@ impl Run {
         Some(later.unwrap_or(self.now + 1))
     }
 
-    pub fn still_waiting(&self) -> String {
+    /// The callers not done, but for one whose wait its own call that ran
+    /// on removed, until `bound` after that wait's own bound.
+    pub fn still_waiting(&self, bound: i64) -> String {
+        let excused = |id: usize| {
+            (self.runaways.struck_waits.get(&id)).is_some_and(|until| self.now - until <= bound)
+        };
         self.callers
             .iter()
-            .filter(|c| !c.is_done())
+            .filter(|c| !c.is_done() && !excused(c.id))
             .map(|c| format!("c{} {:?}", c.id, c.phase))
             .collect::<Vec<_>>()
             .join(", ")

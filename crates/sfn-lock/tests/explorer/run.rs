@@ -202,9 +202,8 @@ impl Run {
                 self.note(NARRATOR, "— faults stop —");
             }
             if let Some((since, bound)) = quiet_since {
-                let last_delay = (self.pauses.last_due).max(self.runaways.struck_until);
-                if self.now - since.max(last_delay) > bound {
-                    let waiting = self.still_waiting();
+                if self.now - since.max(self.pauses.last_due) > bound {
+                    let waiting = self.still_waiting(bound);
                     return Err(self.fail(format!(
                         "liveness: callers not done {} min after the faults stopped: {waiting}",
                         bound / 60_000

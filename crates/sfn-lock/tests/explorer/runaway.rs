@@ -29,20 +29,20 @@ pub struct Runaways {
     /// Of those, the writes that freed the grant the caller believed it
     /// held (S3, SSM: its release record is in the document from then on).
     pub call_documents: BTreeMap<usize, usize>,
-    /// Every lock's grants (tokens) as read after the last landed write.
-    pub tokens: Vec<std::collections::BTreeSet<u64>>,
+    /// Others' releases landed when the current call's freeing write did.
+    pub call_released_at: BTreeMap<usize, usize>,
+    /// Every lock's grants (owner, token) as read after the last landed write.
+    pub tokens: Vec<std::collections::BTreeSet<(String, u64)>>,
     /// Callers whose lock a call of theirs that ran on wrote unknowing
     /// since their current acquire began (its grant may be gone already).
     pub struck: std::collections::BTreeSet<usize>,
     /// Requests of release calls given up on, on their way: (wire id, seq).
     pub orphan_releases: std::collections::BTreeSet<(usize, u64)>,
-    /// Waits (caller, task token) that a call of the caller's own that ran
-    /// on wrote beside: it may have removed them from the queue, and the
-    /// waiter then waits to its bound (DESIGN.md, "A release call Step
-    /// Functions gave up on").
-    pub struck_waits: std::collections::BTreeSet<(usize, String)>,
-    /// The latest bound of those waits: liveness counts from there too.
-    pub struck_until: i64,
+    /// Callers whose later wait a call of their own that ran on removed
+    /// from the queue, with that wait's bound: the waiter waits to it
+    /// (DESIGN.md, "A release call Step Functions gave up on"), and its
+    /// liveness counts from there.
+    pub struck_waits: BTreeMap<usize, i64>,
 }
 
 pub struct Runaway {
@@ -51,6 +51,8 @@ pub struct Runaway {
     pub writes: usize,
     /// Of those, the writes that freed its caller's grant (S3, SSM).
     pub documents: usize,
+    /// Others' releases landed when its last freeing write did.
+    pub released_at: Option<usize>,
     /// Others' writes that may have released the lock, by its last write.
     pub others_released: usize,
     /// It is slow (why Step Functions gave up): it sends nothing before this.
@@ -114,6 +116,7 @@ impl Run {
                 // Its writes so far, landed before Step Functions gave up on it.
                 writes: self.runaways.call_writes.remove(&caller).unwrap_or(0),
                 documents: self.runaways.call_documents.remove(&caller).unwrap_or(0),
+                released_at: self.runaways.call_released_at.remove(&caller),
                 others_released: self.others_released(caller),
                 belief_at_start: self.callers[caller].belief.map(|belief| belief.token),
                 resumes_at,
@@ -183,7 +186,7 @@ impl Run {
     /// as `carry_out` told it, a 2xx): whether it is a write of a call that
     /// ran on which cannot know its own earlier release (its first, or on
     /// DynamoDB one after another release overwrote the lock's record).
-    pub fn runaway_wrote(&mut self, who: usize, answer: &str, frees: bool) -> bool {
+    pub fn runaway_wrote(&mut self, who: usize, answer: &str, frees: bool, orphan: bool) -> bool {
         if !changed(answer) {
             return false;
         }
@@ -199,8 +202,16 @@ impl Run {
                 // Its own release record, once written (a write that freed
                 // the grant; a confirmation writes none), is what a fresh
                 // read finds first (`decide_release`): no excuse after it.
-                let first_document = frees && runaway.documents == 0;
+                // S3 and SSM keep the last RELEASE_RECORDS release records:
+                // once as many others landed, its own may be gone.
+                let record_gone = runaway
+                    .released_at
+                    .is_some_and(|at| others_released >= at + sfn_lock::document::RELEASE_RECORDS);
+                let first_document = frees && (runaway.documents == 0 || record_gone);
                 runaway.documents += usize::from(frees);
+                if frees {
+                    runaway.released_at = Some(others_released);
+                }
                 let overwritten = one_record && others_released > runaway.others_released;
                 runaway.others_released = others_released;
                 // On S3 and SSM a call that reads the lock afresh after its
@@ -211,9 +222,14 @@ impl Run {
                     && believed != runaway.belief_at_start;
                 runaway.writes == 1 || overwritten || regranted
             }
+            // A late request of an earlier call is not the current call's.
+            None if orphan => false,
             None => {
                 *self.runaways.call_writes.entry(who).or_default() += 1;
                 *self.runaways.call_documents.entry(who).or_default() += usize::from(frees);
+                if frees {
+                    self.runaways.call_released_at.insert(who, others_released);
+                }
                 false
             }
         }
@@ -224,28 +240,31 @@ impl Run {
     /// without a grant, the entry was its later wait (DESIGN.md, "A release
     /// call Step Functions gave up on"): it waits to its bound, and liveness
     /// counts from there.
-    pub fn strike_wait(&mut self, who: usize, lock: usize, view: &LockView) {
+    pub fn strike_wait(&mut self, who: usize, lock: usize, entry: &str, view: &LockView) {
         let caller = self.caller_of(who);
-        let Some(c) = self
-            .callers
-            .get(caller)
-            .filter(|c| who != caller && c.lock == lock)
-        else {
+        let Some(c) = (self.callers.get(caller)).filter(|c| who != caller && c.lock == lock) else {
             return;
         };
-        let super::callers::Phase::Queued { token, deadline } = &c.phase else {
+        let super::callers::Phase::Queued { deadline, .. } = &c.phase else {
             return;
         };
-        if view
-            .grants
-            .iter()
-            .any(|grant| grant.owner == c.owner.as_str())
+        let (Ok(name), Ok(owner)) = (
+            sfn_lock::LockName::new(self.locks[lock].0.as_str()),
+            sfn_lock::Owner::new(c.owner.as_str()),
+        ) else {
+            return;
+        };
+        // Its own entry, and no grant of its own (not a hand-off to it).
+        if entry != sfn_lock::dynamodb_queue::entry_name(&name, &owner)
+            || view
+                .grants
+                .iter()
+                .any(|grant| grant.owner == c.owner.as_str())
         {
             return;
         }
-        let (token, deadline) = (token.clone(), *deadline);
-        if self.runaways.struck_waits.insert((caller, token)) {
-            self.runaways.struck_until = self.runaways.struck_until.max(deadline);
+        let deadline = *deadline;
+        if self.runaways.struck_waits.insert(caller, deadline) != Some(deadline) {
             self.note(who, format!("removed c{caller}'s later wait: c{caller} waits to its bound (DESIGN.md, \"A release call Step Functions gave up on\")"));
         }
     }
@@ -320,22 +339,21 @@ impl Run {
     /// remembers every lock's tokens for the next write.
     pub fn frees_belief(&mut self, who: usize, views: &[LockView]) -> bool {
         let caller = self.caller_of(who);
-        let belief = (self.callers.get(caller)).and_then(|c| c.belief.map(|b| (c.lock, b.token)));
-        let after: Vec<std::collections::BTreeSet<u64>> = (views.iter())
+        let after: Vec<std::collections::BTreeSet<(String, u64)>> = (views.iter())
             .map(|view| {
-                view.grants
-                    .iter()
-                    .map(|grant| grant.fencing_token)
+                (view.grants.iter())
+                    .map(|grant| (grant.owner.clone(), grant.fencing_token))
                     .collect()
             })
             .collect();
         let before = std::mem::replace(&mut self.runaways.tokens, after);
-        belief.is_some_and(|(lock, token)| {
-            before
-                .get(lock)
-                .is_some_and(|tokens| tokens.contains(&token))
-                && !self.runaways.tokens[lock].contains(&token)
-        })
+        let Some(c) = self.callers.get(caller) else {
+            return false;
+        };
+        // Any grant of its owner's (a release frees them all), believed or not.
+        let now = &self.runaways.tokens[c.lock];
+        (before.get(c.lock))
+            .is_some_and(|was| (was.iter()).any(|grant| grant.0 == c.owner && !now.contains(grant)))
     }
 }
 

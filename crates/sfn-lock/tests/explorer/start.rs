@@ -139,6 +139,7 @@ impl Run {
         let landings_at_start = self.landings_besides(id);
         self.runaways.call_writes.remove(&id);
         self.runaways.call_documents.remove(&id);
+        self.runaways.call_released_at.remove(&id);
         let caller = &self.callers[id];
         let event = caller.release_event(&name, limit, withdraw);
         let now = caller.clock(self.now);

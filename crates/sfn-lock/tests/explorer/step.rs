@@ -10,8 +10,20 @@ use super::ports::MACHINE;
 use super::run::{Failure, Run, RECONCILER};
 use super::stores::Kind;
 
-/// The condition of DynamoDB's queue-entry removal (`dynamodb_queue.rs`).
-const DROP_ENTRY: &[u8] = b"#entry = :seq";
+/// The condition of DynamoDB's queue-entry removal (`dynamodb_queue.rs`);
+/// a hand-off's conditions contain it too, among more.
+const DROP_ENTRY: &str = "#entry = :seq";
+
+/// The queue entry a DynamoDB removal of one names.
+fn dropped_entry(body: &[u8]) -> Option<String> {
+    let request: Value = serde_json::from_slice(body).ok()?;
+    if request["ConditionExpression"].as_str() != Some(DROP_ENTRY) {
+        return None;
+    }
+    request["ExpressionAttributeNames"]["#entry"]
+        .as_str()
+        .map(str::to_owned)
+}
 
 impl Run {
     pub async fn deliver(
@@ -22,8 +34,8 @@ impl Run {
         let (who, label, writes) = (parked.caller, parked.label(), parked.writes());
         let (orphan, seq) = (parked.orphan, parked.seq);
         // DynamoDB's removal of a queue entry (`drop_entry`: a withdraw, or a
-        // pump dropping an entry it cannot hand off to).
-        let drops_entry = (parked.body.windows(DROP_ENTRY.len())).any(|w| w == DROP_ENTRY);
+        // pump dropping an entry it cannot hand off to): the entry it names.
+        let dropped_entry = dropped_entry(&parked.body);
         let writes_document = parked.writes_document();
         if parked.is_sfn() && !fate.lands() {
             if let Some(token) = parked.task_token() {
@@ -93,12 +105,14 @@ impl Run {
             // A write of the lock's document that freed the grant its
             // caller believed it held: a release, not a confirmation.
             let frees = writes_document && self.frees_belief(who, &views);
-            let unknowing = self.runaway_wrote(who, &answer, frees) || blind;
+            let unknowing = self.runaway_wrote(who, &answer, frees, orphan) || blind;
             for (lock, view) in views.into_iter().enumerate() {
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
                 self.check_held(who, unknowing, lock, &view)?;
-                if drops_entry && super::runaway::changed(&answer) {
-                    self.strike_wait(who, lock, &view);
+                if let Some(entry) = dropped_entry.as_deref() {
+                    if super::runaway::changed(&answer) {
+                        self.strike_wait(who, lock, entry, &view);
+                    }
                 }
                 self.note_handed(who, orphan, lock, &view);
             }
