@@ -89,8 +89,11 @@ STORE_REQUESTS: dict[str, dict[str, dict[str, int]]] = {
         "dynamodb": {"UpdateItem": 1}, "s3": _S3_RELEASE, "ssm": _SSM_RELEASE},
     "release, not held": {
         # Nothing freed: the owner's marker stays (release-lock may run beside the
-        # same owner's acquire); SSM confirms the answer with a generation.
-        "dynamodb": {"UpdateItem": 1}, "s3": _S3_READ, "ssm": {**_SSM_READ, **_SSM_WRITE}},
+        # same owner's acquire); SSM confirms the answer with a generation, and
+        # lists the owner's markers to delete those of grants that are over
+        # (DESIGN.md, "Owner markers"; none here).
+        "dynamodb": {"UpdateItem": 1}, "s3": _S3_READ,
+        "ssm": {**_SSM_READ, **_SSM_WRITE, "GetParametersByPath (markers)": 1}},
     f"semaphore acquire (limit {SEMAPHORE_LIMIT}, fresh name)": {
         "dynamodb": {"PutItem": 1, "UpdateItem": 1}, "s3": _S3_GRANT, "ssm": _SSM_GRANT_NEW},
     f"semaphore release (limit {SEMAPHORE_LIMIT})": {
