@@ -31,7 +31,8 @@ pub struct Runaways {
     pub call_documents: BTreeMap<usize, usize>,
     /// Others' releases landed when the current call's freeing write did.
     pub call_released_at: BTreeMap<usize, usize>,
-    /// Every lock's grants (owner, token) as read after the last landed write.
+    /// Every lock's grants (owner, token) as read after the last landed write
+    /// (`frees_owners_grant`).
     pub tokens: Vec<std::collections::BTreeSet<(String, u64)>>,
     /// Callers whose lock a call of theirs that ran on wrote unknowing
     /// since their current acquire began (its grant may be gone already).
@@ -334,10 +335,10 @@ impl Run {
 }
 
 impl Run {
-    /// Whether the grant `who`'s caller believes it holds was in the store
-    /// before this write and is gone after it (`views`, one per lock), and
-    /// remembers every lock's tokens for the next write.
-    pub fn frees_belief(&mut self, who: usize, views: &[LockView]) -> bool {
+    /// Whether a grant of `who`'s caller's owner was in the store before
+    /// this write and is gone after it (`views`, one per lock), and
+    /// remembers every lock's grants for the next landed write.
+    pub fn frees_owners_grant(&mut self, who: usize, views: &[LockView]) -> bool {
         let caller = self.caller_of(who);
         let after: Vec<std::collections::BTreeSet<(String, u64)>> = (views.iter())
             .map(|view| {

@@ -102,9 +102,10 @@ impl Run {
             for lock in 0..self.locks.len() {
                 views.push(self.inspect(lock).await);
             }
-            // A write of the lock's document that freed the grant its
-            // caller believed it held: a release, not a confirmation.
-            let frees = writes_document && self.frees_belief(who, &views);
+            // A write of the lock's document that freed a grant of its
+            // caller's owner: a release, not a confirmation.
+            let freed = self.frees_owners_grant(who, &views);
+            let frees = writes_document && freed;
             let unknowing = self.runaway_wrote(who, &answer, frees, orphan) || blind;
             for (lock, view) in views.into_iter().enumerate() {
                 self.rising.rise(lock, &view).map_err(|e| self.fail(e))?;
