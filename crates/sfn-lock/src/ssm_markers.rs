@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 
 use aws_sdk_ssm::types::Parameter;
+use tracing::info;
 
 use crate::error::{classify, StoreError};
 use crate::model::{LockName, Owner};
@@ -107,7 +108,17 @@ impl SsmDocuments {
                 token.is_some_and(|token| token <= last_issued && !held.contains(&token))
             })
             .collect();
-        self.delete_names(&ended).await
+        if ended.is_empty() {
+            return Ok(());
+        }
+        self.delete_names(&ended).await?;
+        info!(
+            lock_name = lock_name.as_str(),
+            owner = owner.as_str(),
+            markers = ended.len(),
+            "deleted the owner's markers of grants that are over"
+        );
+        Ok(())
     }
 
     /// The locks the owner has markers for: `<lock>/<token>` or (old) `<lock>`.
