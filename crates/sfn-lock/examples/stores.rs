@@ -4,7 +4,7 @@
 //!
 //!     scripts/local-stack.sh cargo run -q -p sfn-lock --example stores
 
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner, StoreUrl,
 };

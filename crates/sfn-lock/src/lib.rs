@@ -18,79 +18,44 @@
 //! # Ok(()) }
 //! ```
 //!
-//! `DESIGN.md` at the repository root gives the table, each operation's exact
-//! condition, and the edge cases.
+//! The modules are layers, each naming only those below it (DESIGN.md,
+//! "Layers"; `tests/layers` checks it): `vocab` → `ports` → `aws` → `store`
+//! → the services (`sweep`, `metrics`, `locker`) → `lambda`. `DESIGN.md` at
+//! the repository root gives the table, each operation's exact condition, and
+//! the edge cases.
 
-pub mod any_store;
-pub mod cleanup;
-mod deadline;
-pub mod document;
-pub mod document_store;
-pub mod dynamodb;
-mod dynamodb_handoff;
-mod dynamodb_item;
-mod dynamodb_permit_writes;
-pub mod dynamodb_permits;
-pub mod dynamodb_queue;
-mod dynamodb_queued;
-mod dynamodb_renew;
-mod dynamodb_store;
-mod dynamodb_view;
-mod dynamodb_wakes;
-mod error;
-pub mod executions;
-pub mod https;
+pub mod aws;
 pub mod lambda;
-pub mod listing_pace;
-mod lock;
+pub(crate) mod locker;
 pub mod metrics;
-mod metrics_emf;
-mod model;
-pub mod queue;
-pub mod reconcile;
-mod reconcile_reclaim;
-mod request;
-#[cfg(feature = "s3")]
-pub mod s3;
-pub mod service_clock;
-#[cfg(feature = "ssm")]
-pub mod ssm;
-#[cfg(feature = "ssm")]
-mod ssm_calls;
-#[cfg(feature = "ssm")]
-mod ssm_generations;
-#[cfg(feature = "ssm")]
-mod ssm_markers;
-#[cfg(feature = "ssm")]
-mod ssm_read;
-#[cfg(feature = "ssm")]
-mod ssm_reclaim;
-#[cfg(feature = "ssm")]
-mod ssm_window;
-mod store;
-pub mod store_names;
-pub mod store_url;
-pub mod sweep_policy;
-mod view;
+pub mod ports;
+pub mod store;
+pub mod sweep;
+pub(crate) mod vocab;
 
-pub use any_store::AnyStore;
-pub use dynamodb::DynamoStore;
-pub use error::{LockError, StoreError};
-pub use lock::{
-    AcquireAnswer, AcquireResponse, Locker, QueuedResponse, ReleaseResponse, DEFAULT_LEASE_SECONDS,
-};
-pub use model::{
+mod compat;
+#[allow(deprecated)]
+pub use compat::*;
+
+pub use aws::waker::SfnWaker;
+pub use locker::{Locker, DEFAULT_LEASE_SECONDS};
+pub use ports::store::{LockStore, Reclaimed};
+pub use ports::wake::{Wake, WakeOutcome};
+pub use store::any::AnyStore;
+#[cfg(feature = "s3")]
+pub use store::document::s3::S3Store;
+#[cfg(feature = "ssm")]
+pub use store::document::ssm::SsmStore;
+pub use store::dynamodb::DynamoStore;
+pub use store::url::StoreUrl;
+pub use vocab::answer::{AcquireAnswer, AcquireResponse, QueuedResponse, ReleaseResponse};
+pub use vocab::error::{LockError, StoreError};
+pub use vocab::model::{
     AcquireOutcome, Contention, EpochMillis, Holder, Lease, LockName, Outcome, Owner,
     ReleaseOutcome, MAX_LEASE_SECONDS,
 };
-pub use queue::{SfnWaker, TaskToken, Wake, WakeOutcome};
-pub use request::{
+pub use vocab::request::{
     AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, Waiting, MAX_LIMIT,
 };
-#[cfg(feature = "s3")]
-pub use s3::S3Store;
-#[cfg(feature = "ssm")]
-pub use ssm::SsmStore;
-pub use store::{LockStore, Reclaimed};
-pub use store_url::StoreUrl;
-pub use view::{Grant, LockList, LockView, DEFAULT_LIST_MAX, MAX_LIST_MAX};
+pub use vocab::task_token::TaskToken;
+pub use vocab::view::{Grant, LockList, LockView, DEFAULT_LIST_MAX, MAX_LIST_MAX};

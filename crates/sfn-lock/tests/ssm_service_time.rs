@@ -20,7 +20,7 @@ mod reclaim;
 use common::fault_proxy::{fault_proxy, generation_create};
 use common::ssm::{advance, current_hint, generations, held_proxy, serial, ssm_store_via};
 use common::stores::{granted, lease, lock, owner, store};
-use sfn_lock::ssm::KEEP_SUPERSEDED_MILLIS;
+use sfn_lock::store::document::ssm::KEEP_SUPERSEDED_MILLIS;
 use sfn_lock::{AcquireOutcome, EpochMillis, LockName, LockStore, StoreError};
 
 /// Past the keep time, in seconds.

@@ -15,9 +15,9 @@ pub enum Op {
         /// When it began (Lambda stops it a Timeout later).
         started: i64,
     },
-    Reconcile(Answered<sfn_lock::reconcile::ReconcileReport>),
+    Reconcile(Answered<sfn_lock::sweep::reconcile::ReconcileReport>),
     Sweep {
-        handle: Answered<sfn_lock::cleanup::SweepReport>,
+        handle: Answered<sfn_lock::sweep::cleanup::SweepReport>,
         /// The SQS record's body, to deliver again if the sweep fails on it.
         body: String,
         receives: u32,

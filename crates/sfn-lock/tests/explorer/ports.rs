@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use sfn_lock::executions::{ExecutionFacts, ExecutionStatus, Executions, Requeue};
+use sfn_lock::ports::executions::{ExecutionFacts, ExecutionStatus, Executions, Requeue};
 use sfn_lock::{EpochMillis, StoreError};
 
 pub const MACHINE: &str = "arn:aws:states:us-east-1:123456789012:stateMachine:explored";

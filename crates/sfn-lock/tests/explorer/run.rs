@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use sfn_lock::cleanup::Sweeper;
-use sfn_lock::sweep_policy::SweepPolicy;
+use sfn_lock::sweep::cleanup::Sweeper;
+use sfn_lock::sweep::policy::SweepPolicy;
 use sfn_lock::{AnyStore, LeaseSeconds, LockName, Locker};
 
 use super::callers::{Caller, GRACE_SECONDS};

@@ -205,9 +205,9 @@ impl Run {
                 // read finds first (`decide_release`): no excuse after it.
                 // S3 and SSM keep the last RELEASE_RECORDS release records:
                 // once as many others landed, its own may be gone.
-                let record_gone = runaway
-                    .released_at
-                    .is_some_and(|at| others_released >= at + sfn_lock::document::RELEASE_RECORDS);
+                let record_gone = runaway.released_at.is_some_and(|at| {
+                    others_released >= at + sfn_lock::store::document::doc::RELEASE_RECORDS
+                });
                 let first_document = frees && (runaway.documents == 0 || record_gone);
                 runaway.documents += usize::from(frees);
                 if frees {
@@ -256,7 +256,7 @@ impl Run {
             return;
         };
         // Its own entry, and no grant of its own (not a hand-off to it).
-        if entry != sfn_lock::dynamodb_queue::entry_name(&name, &owner)
+        if entry != sfn_lock::store::dynamodb::queue::entry_name(&name, &owner)
             || view
                 .grants
                 .iter()

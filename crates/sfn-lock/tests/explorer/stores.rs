@@ -7,7 +7,7 @@ use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
-use sfn_lock::any_store::s3_client;
+use sfn_lock::store::any::s3_client;
 use sfn_lock::{AnyStore, DynamoStore, S3Store, SfnWaker, SsmStore};
 use std::sync::Arc;
 
@@ -54,7 +54,7 @@ pub async fn sdk(http: SharedHttpClient) -> SdkConfig {
 
 /// The explorer's own reads: straight to the server, retried, never scheduled.
 pub async fn direct_sdk() -> SdkConfig {
-    let http = sfn_lock::https::https_client().unwrap_or_else(|error| panic!("{error}"));
+    let http = sfn_lock::aws::https::https_client().unwrap_or_else(|error| panic!("{error}"));
     sdk(http).await
 }
 
@@ -134,7 +134,7 @@ pub fn build(kind: Kind, sdk: &SdkConfig, run: &str) -> AnyStore {
     match kind {
         Kind::DynamoDb => {
             let table = table_name(run);
-            let sfn = sfn_lock::lambda::waker_client(sdk);
+            let sfn = sfn_lock::aws::config::waker_client(sdk);
             let config = aws_sdk_dynamodb::config::Builder::from(sdk)
                 .retry_partition(aws_sdk_dynamodb::config::retry::RetryPartition::new(
                     partition("dynamodb", run),

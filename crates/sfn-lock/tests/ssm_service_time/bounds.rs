@@ -5,7 +5,7 @@
 use super::common::fault_proxy::fault_proxy;
 use super::common::ssm::{advance, current_hint, generations, serial, ssm_store_via};
 use super::common::stores::{lease, lock, owner};
-use sfn_lock::ssm::{MAX_KEPT_GENERATIONS, MAX_VALUE_BYTES};
+use sfn_lock::store::document::ssm::{MAX_KEPT_GENERATIONS, MAX_VALUE_BYTES};
 use sfn_lock::{AcquireOutcome, EpochMillis, LockStore, ReleaseOutcome, StoreError};
 
 /// A `DeleteParameters` of generations (markers' deletes pass).

@@ -8,8 +8,8 @@ use super::common::fault_proxy::generation_create;
 use super::common::ssm::{advance, held_proxy, last_names_under, serial, ssm_store_at};
 use super::common::stores::{granted, lease, owner};
 use super::common::unique;
-use sfn_lock::lambda::sdk_config;
-use sfn_lock::store_names::encode_name;
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::names::encode_name;
 use sfn_lock::{AcquireOutcome, EpochMillis, LockName, LockStore, SsmStore};
 
 /// Past the trim wait (seven minutes), in seconds.

@@ -10,7 +10,7 @@ use common::sfn::{
 };
 use common::{client, sqs_batch, status_change, unique};
 use serde_json::json;
-use sfn_lock::sweep_policy::LATE_ACQUIRE_SECONDS;
+use sfn_lock::sweep::policy::LATE_ACQUIRE_SECONDS;
 use sfn_lock::{DynamoStore, EpochMillis};
 
 const GRACE: u32 = 60;

@@ -11,7 +11,7 @@ use common::sfn::{
 };
 use common::{invoke, sqs_batch, status_change, unique};
 use serde_json::json;
-use sfn_lock::executions::child_execution_arn;
+use sfn_lock::sweep::attach::child_execution_arn;
 use sfn_lock::EpochMillis;
 
 const GRACE: u32 = 60;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::sfn::{hold, owner_of, queue, start, stop, sweeper};
 use common::{sqs_batch, status_change, unique};
 use serde_json::json;
-use sfn_lock::cleanup::Sweeper;
-use sfn_lock::executions::{ExecutionFacts, Executions};
+use sfn_lock::ports::executions::{ExecutionFacts, Executions};
+use sfn_lock::sweep::cleanup::Sweeper;
 use sfn_lock::StoreError;
 
 /// Step Functions, but slow to describe one execution.

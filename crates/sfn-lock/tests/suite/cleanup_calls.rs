@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::sfn::{hold, owner_of, queue, start, stop, sweeper, ATTACHED, LOCKED};
 use common::{sqs_batch, status_change, unique};
 use serde_json::json;
-use sfn_lock::cleanup::Sweeper;
-use sfn_lock::executions::{ExecutionFacts, Executions};
+use sfn_lock::ports::executions::{ExecutionFacts, Executions};
+use sfn_lock::sweep::cleanup::Sweeper;
 use sfn_lock::{EpochMillis, StoreError};
 
 /// Step Functions, with every `DescribeExecution` counted as it is asked.
@@ -37,8 +37,8 @@ async fn counted_sweeper(
 ) -> (
     Sweeper<
         sfn_lock::DynamoStore,
-        Counted<sfn_lock::executions::StepFunctions>,
-        sfn_lock::executions::SqsRequeue,
+        Counted<sfn_lock::aws::executions::StepFunctions>,
+        sfn_lock::aws::executions::SqsRequeue,
     >,
     Arc<AtomicUsize>,
 ) {

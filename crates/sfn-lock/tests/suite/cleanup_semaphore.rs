@@ -6,7 +6,7 @@ use crate::common;
 
 use common::sfn::{hold, owner_of, queue, start, stop, sweeper, LOCKED};
 use common::{client, get_item, sqs_batch, status_change, unique};
-use sfn_lock::dynamodb_permits::{marker_key, permit_names, HOLDER_COUNT};
+use sfn_lock::store::dynamodb::permits::{marker_key, permit_names, HOLDER_COUNT};
 use sfn_lock::{AcquireOutcome, EpochMillis, LeaseSeconds, Limit, LockName, LockStore, Owner};
 
 const GRACE: u32 = 60;

@@ -14,8 +14,8 @@ use aws_sdk_s3::config::timeout::TimeoutConfig;
 use common::fault_proxy::{conditional_put, fault_proxy, generation_create, Faults, Matcher};
 use common::stores::{bucket, granted, lease, lock, owner, store, S3_PREFIX, SSM_PATH};
 use common::unique;
-use sfn_lock::any_store::s3_client;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::any::s3_client;
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, LockStore, ReleaseOutcome, S3Store, SsmStore,
 };

@@ -12,10 +12,10 @@ use common::stores::{
     bucket, counted, granted, lease, owner, refused_field, store, S3_PREFIX, SSM_PATH,
 };
 use common::unique;
-use sfn_lock::any_store::s3_client;
-use sfn_lock::document::{decide_acquire, AcquireStep};
-use sfn_lock::document_store::Documents;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::any::s3_client;
+use sfn_lock::store::document::doc::{decide_acquire, AcquireStep};
+use sfn_lock::store::document::store::Documents;
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, Limit, LockError, LockName, LockStore, Owner, S3Store,
     StoreError, TaskToken,
@@ -75,7 +75,7 @@ async fn stores_without_a_queue_refuse_a_task_token() {
 async fn second_write_from_one_read_loses<D: Documents>(documents: &D) {
     let name = LockName::new(unique("stale")).unwrap();
     let now = EpochMillis::now();
-    let doc = sfn_lock::document::LockDoc {
+    let doc = sfn_lock::store::document::doc::LockDoc {
         fencing_token: 7,
         updated_at: now.0,
         ..Default::default()
@@ -91,11 +91,11 @@ async fn second_write_from_one_read_loses<D: Documents>(documents: &D) {
     );
     let (version, read) = documents.read(&name).await.unwrap().expect("written");
     assert_eq!(read, doc);
-    let first = sfn_lock::document::LockDoc {
+    let first = sfn_lock::store::document::doc::LockDoc {
         fencing_token: 8,
         ..doc.clone()
     };
-    let second = sfn_lock::document::LockDoc {
+    let second = sfn_lock::store::document::doc::LockDoc {
         fencing_token: 9,
         ..doc.clone()
     };
@@ -180,7 +180,8 @@ async fn s3_conflicts_and_vanished_objects_are_decided_again_from_a_fresh_read()
 
 #[tokio::test]
 async fn s3_conflicts_without_end_become_lock_store_unavailable() {
-    let conflicts = [(409, "ConditionalRequestConflict"); sfn_lock::document_store::MAX_ROUNDS];
+    let conflicts =
+        [(409, "ConditionalRequestConflict"); sfn_lock::store::document::store::MAX_ROUNDS];
     let (url, faults) = s3_fault_proxy(&conflicts).await;
     let store = s3_store_via(&url).await;
     let name = LockName::new(unique("s3-conflicts")).unwrap();
@@ -191,7 +192,7 @@ async fn s3_conflicts_without_end_become_lock_store_unavailable() {
     assert_eq!(error.error_type(), "LockStoreUnavailable");
     assert_eq!(
         faults.injected().len(),
-        sfn_lock::document_store::MAX_ROUNDS
+        sfn_lock::store::document::store::MAX_ROUNDS
     );
     // Nothing was written: the lock is free.
     let free = store
@@ -311,7 +312,7 @@ async fn tokens_rise_after_the_lock_was_deleted() {
         .fencing_token;
         store.release(&name, &owner("arn:a"), now).await.unwrap();
         let sdk = sdk_config().await;
-        let encoded = sfn_lock::store_names::encode_name(name.as_str());
+        let encoded = sfn_lock::store::names::encode_name(name.as_str());
         if kind == "s3" {
             let client = s3_client(&sdk);
             let key = format!("{S3_PREFIX}{encoded}");
@@ -385,7 +386,10 @@ async fn a_first_grant_after_a_not_held_release_starts_at_the_token_base() {
 /// Review finding: acquire marks once (round 1); a release of the same owner that answers
 /// not_held and unmarks between that mark and the acquire's winning write
 /// leaves a grant without a marker: the sweep cannot find it.
-async fn marker_race<D: Documents>(store: &sfn_lock::document_store::DocumentStore<D>, kind: &str) {
+async fn marker_race<D: Documents>(
+    store: &sfn_lock::store::document::store::DocumentStore<D>,
+    kind: &str,
+) {
     let name = LockName::new(unique("marker-race")).unwrap();
     let me = owner(&unique("arn:me"));
     let now = EpochMillis::now();

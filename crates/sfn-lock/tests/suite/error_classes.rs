@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
 use sfn_lock::{DynamoStore, EpochMillis, LeaseSeconds, LockError, LockName, LockStore, Owner};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

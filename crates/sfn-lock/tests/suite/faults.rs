@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::config::Region;
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::lossy_proxy::{losing_first_answer, store_via};
 use common::{client, closing_endpoint, get_item, table_name, unique};
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockError, LockName, LockStore, Owner,
     StoreError,
@@ -116,7 +116,7 @@ async fn credentials_that_cannot_be_found_are_lock_store_misconfigured() {
         .build();
     // The SDK crates bring no HTTPS client of their own (src/https.rs): a
     // provider built outside sdk_config is given ours.
-    let http_client = sfn_lock::https::https_client().expect("the built-in roots");
+    let http_client = sfn_lock::aws::https::https_client().expect("the built-in roots");
     let provider = aws_config::profile::ProfileFileCredentialsProvider::builder()
         .configure(
             &aws_config::provider_config::ProviderConfig::empty().with_http_client(http_client),

@@ -10,8 +10,8 @@ use aws_sdk_dynamodb::types::{
 };
 use common::stores::{bucket, granted, lease, lock, owner};
 use common::unique;
-use sfn_lock::any_store::s3_client;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::any::s3_client;
 use sfn_lock::{AnyStore, DynamoStore, EpochMillis, Limit, LockName, LockStore, S3Store, SsmStore};
 
 for_every_store!(

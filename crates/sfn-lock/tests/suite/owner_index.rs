@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{counted_store, unique};
-use sfn_lock::dynamodb::OWNER_QUERY_PAGE_SIZE;
+use sfn_lock::store::dynamodb::OWNER_QUERY_PAGE_SIZE;
 use sfn_lock::{AcquireOutcome, EpochMillis, LeaseSeconds, LockName, LockStore, Owner};
 
 fn lease(seconds: i64) -> LeaseSeconds {

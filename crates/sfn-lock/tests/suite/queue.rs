@@ -9,7 +9,7 @@ use common::tokens::{
     close, fail_next_wakes, is_open, lose_next_wake_answer, mint, queued_store, woken_with,
 };
 use common::{client, get_item, unique};
-use sfn_lock::dynamodb_queue::QUEUE_LENGTH;
+use sfn_lock::store::dynamodb::queue::QUEUE_LENGTH;
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore,
     Owner, ReleaseOutcome, StoreError, TaskToken,
@@ -478,7 +478,7 @@ struct RetryRacesTheWake {
 }
 
 impl sfn_lock::Wake for RetryRacesTheWake {
-    fn wake<'a>(&'a self, token: &'a str, output: String) -> sfn_lock::queue::WakeFuture<'a> {
+    fn wake<'a>(&'a self, token: &'a str, output: String) -> sfn_lock::ports::wake::WakeFuture<'a> {
         Box::pin(async move {
             let retry = self.retry.lock().unwrap().take();
             if let Some((lock, who, second, at)) = retry {
@@ -507,8 +507,8 @@ async fn a_hand_off_never_takes_back_a_grant_the_waiters_retry_renewed() {
     close(&first, "timed_out");
     let second = mint(b_owner.as_str());
     let racer = std::sync::Arc::new(RetryRacesTheWake {
-        inner: sfn_lock::SfnWaker::new(sfn_lock::lambda::waker_client(
-            &sfn_lock::lambda::sdk_config().await,
+        inner: sfn_lock::SfnWaker::new(sfn_lock::aws::config::waker_client(
+            &sfn_lock::aws::config::sdk_config().await,
         )),
         retry: std::sync::Mutex::new(Some((
             lock.clone(),

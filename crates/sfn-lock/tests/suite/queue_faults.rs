@@ -16,8 +16,8 @@ use common::tokens::{
     close, fail_next_wakes, is_open, mint, queued_store, throttle_next_wakes, woken_with,
 };
 use common::{client, counted_store, get_item, unique};
-use sfn_lock::dynamodb_queue::{wake_name, QUEUE_LENGTH, WAKE_PREFIX};
-use sfn_lock::lambda::{sdk_config, waker_client};
+use sfn_lock::aws::config::{sdk_config, waker_client};
+use sfn_lock::store::dynamodb::queue::{wake_name, QUEUE_LENGTH, WAKE_PREFIX};
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, Limit, LockName, LockStore, Owner,
     ReleaseOutcome, SfnWaker, TaskToken, WaitBound, Waiting,

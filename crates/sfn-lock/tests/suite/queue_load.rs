@@ -19,7 +19,7 @@ use std::sync::{Arc, Barrier, Mutex, PoisonError};
 use common::tokens::{await_outcome, mint};
 use common::{client, get_item, invoke, unique};
 use serde_json::{json, Value};
-use sfn_lock::dynamodb_queue::QUEUE_LENGTH;
+use sfn_lock::store::dynamodb::queue::QUEUE_LENGTH;
 
 const CONTENDERS: usize = 6;
 const EXECUTIONS_EACH: usize = 15;

@@ -18,8 +18,8 @@ use common::sfn::{
 };
 use common::tokens::{is_open, mint, woken_with};
 use common::{client, invoke, unique};
-use sfn_lock::lambda::{sdk_config, waker_client};
-use sfn_lock::reconcile::{ReconcileLimits, MAX_RECONCILE_LOCKS};
+use sfn_lock::aws::config::{sdk_config, waker_client};
+use sfn_lock::sweep::reconcile::{ReconcileLimits, MAX_RECONCILE_LOCKS};
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner,
     ReleaseOutcome, SfnWaker,

@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use common::{client, get_item, table_name, unique};
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner, StoreError,
 };

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::{client, counted_store, get_item, unique};
-use sfn_lock::dynamodb_permits::{permit_names, HOLDER_COUNT, MAX_PERMIT_OWNER_BYTES};
+use sfn_lock::store::dynamodb::permits::{permit_names, HOLDER_COUNT, MAX_PERMIT_OWNER_BYTES};
 use sfn_lock::{
     AcquireOutcome, Contention, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore,
     Owner, ReleaseOutcome, StoreError,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::{client, counted_store, get_item, table_name, unique};
-use sfn_lock::dynamodb_permits::{marker_key, permit_names, HOLDER_COUNT};
+use sfn_lock::store::dynamodb::permits::{marker_key, permit_names, HOLDER_COUNT};
 use sfn_lock::{
     AcquireOutcome, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore, Owner,
     ReleaseOutcome,

@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use common::{client, get_item, table_name, unique};
 use proptest::prelude::*;
-use sfn_lock::dynamodb_permits::permit_names;
+use sfn_lock::store::dynamodb::permits::permit_names;
 use sfn_lock::{
     AcquireOutcome, Contention, DynamoStore, EpochMillis, Holder, Lease, LeaseSeconds, Limit,
     LockName, LockStore, Owner, ReleaseOutcome, StoreError,

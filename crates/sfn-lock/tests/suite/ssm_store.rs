@@ -12,8 +12,8 @@ use common::fault_proxy::{fault_proxy, generation_create};
 use common::ssm::{generations, ssm_store_via};
 use common::stores::{lease, owner, refused_field, store, SSM_PATH};
 use common::unique;
-use sfn_lock::document_store::Documents;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::document::store::Documents;
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, LeaseSeconds, Limit, LockName, LockStore, Owner,
     StoreError,
@@ -27,7 +27,7 @@ async fn ssm_a_lagging_current_hint_is_repaired_and_decides_nothing() {
     let client = aws_sdk_ssm::Client::new(&sdk_config().await);
     let lock_path = format!(
         "{SSM_PATH}/{}",
-        sfn_lock::store_names::encode_name(name.as_str())
+        sfn_lock::store::names::encode_name(name.as_str())
     );
     store
         .acquire(&name, &owner("arn:a"), lease(60), now)

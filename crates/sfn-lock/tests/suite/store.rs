@@ -6,7 +6,7 @@ use crate::common;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::{client, counted_store, get_item, table_name, unique};
-use sfn_lock::dynamodb::TTL_GRACE_SECONDS;
+use sfn_lock::store::dynamodb::TTL_GRACE_SECONDS;
 use sfn_lock::{
     AcquireOutcome, EpochMillis, Lease, LeaseSeconds, LockName, LockStore, Owner, ReleaseOutcome,
 };

@@ -7,8 +7,8 @@ use crate::common;
 
 use common::stores::{bucket, granted, lease, owner};
 use common::unique;
-use sfn_lock::any_store::s3_client;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::any::s3_client;
 use sfn_lock::{AcquireOutcome, AnyStore, EpochMillis, LockName, LockStore, S3Store, StoreUrl};
 
 /// `2a` held in `team` leaves `a` in `team2` free, and the other way round.

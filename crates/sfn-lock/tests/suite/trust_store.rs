@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sfn_lock::lambda::{init_logging, locker_from_env, sdk_config};
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::lambda::{init_logging, locker_from_env};
 
 const SERVER: &str = r#"
 import http.server, os, ssl, sys, threading
@@ -356,10 +357,10 @@ fn a_bad_bundle_is_a_typed_error_logged_once_at_init() {
 fn the_built_in_roots_are_mozillas_and_hold_amazon_trust_services() {
     // A new webpki-root-certs that drops one of the roots AWS endpoints chain
     // to fails here, not in a Region.
-    let roots = sfn_lock::https::built_in_roots();
+    let roots = sfn_lock::aws::https::built_in_roots();
     assert_eq!(roots.len(), webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
     assert!(roots.len() > 100, "Mozilla's whole set: {}", roots.len());
-    for name in sfn_lock::https::AMAZON_TRUST_SERVICES_ROOTS {
+    for name in sfn_lock::aws::https::AMAZON_TRUST_SERVICES_ROOTS {
         let holding = roots
             .iter()
             .filter(|cert| cert.windows(name.len()).any(|b| b == name.as_bytes()));

@@ -3,9 +3,9 @@
 //! it is stopped (then ABORTED, with a stop date), which is all the sweep reads.
 
 use aws_sdk_sfn::types::ExecutionStatus;
-use sfn_lock::executions::{SqsRequeue, StepFunctions};
-use sfn_lock::lambda::sdk_config;
-use sfn_lock::sweep_policy::{Attached, SweepPolicy};
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::aws::executions::{SqsRequeue, StepFunctions};
+use sfn_lock::sweep::policy::{Attached, SweepPolicy};
 use sfn_lock::{
     AcquireOutcome, DynamoStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner,
 };
@@ -135,7 +135,7 @@ pub async fn delayed_messages(queue_url: &str) -> usize {
         .expect("a delayed-message count")
 }
 
-pub type TestSweeper = sfn_lock::cleanup::Sweeper<DynamoStore, StepFunctions, SqsRequeue>;
+pub type TestSweeper = sfn_lock::sweep::cleanup::Sweeper<DynamoStore, StepFunctions, SqsRequeue>;
 
 /// The sweep as deployed, serving LOCKED and ATTACHED (whose child runs on TARGET).
 pub async fn sweeper(grace_seconds: u32, queue_url: &str) -> TestSweeper {
@@ -148,9 +148,9 @@ pub async fn sweeper_on<S: LockStore>(
     store: S,
     grace_seconds: u32,
     queue_url: &str,
-) -> sfn_lock::cleanup::Sweeper<S, StepFunctions, SqsRequeue> {
+) -> sfn_lock::sweep::cleanup::Sweeper<S, StepFunctions, SqsRequeue> {
     let sdk = sdk_config().await;
-    sfn_lock::cleanup::Sweeper {
+    sfn_lock::sweep::cleanup::Sweeper {
         store,
         executions: StepFunctions::new(aws_sdk_sfn::Client::new(&sdk)),
         requeue: Some(SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), queue_url)),

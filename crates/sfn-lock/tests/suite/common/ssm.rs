@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
 use sfn_lock::LockName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -57,7 +57,7 @@ pub fn advance(seconds: u64) {
 pub fn lock_path(name: &LockName) -> String {
     format!(
         "{SSM_PATH}/{}",
-        sfn_lock::store_names::encode_name(name.as_str())
+        sfn_lock::store::names::encode_name(name.as_str())
     )
 }
 

@@ -2,8 +2,8 @@
 //! the same contract: DynamoDB (the lock table), S3 (a bucket the stack
 //! created) and SSM (a path), all served by the serialised moto.
 
-use sfn_lock::any_store::s3_client;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::any::s3_client;
 use sfn_lock::{
     AcquireOutcome, AnyStore, DynamoStore, Lease, LeaseSeconds, LockError, LockName, Owner,
     S3Store, SsmStore, StoreError,

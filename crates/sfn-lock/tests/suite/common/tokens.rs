@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use sfn_lock::lambda::{sdk_config, waker_client};
+use sfn_lock::aws::config::{sdk_config, waker_client};
 use sfn_lock::{DynamoStore, SfnWaker, TaskToken};
 
 use super::{client, table_name};

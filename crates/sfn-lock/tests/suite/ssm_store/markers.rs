@@ -5,8 +5,8 @@
 
 use super::common::ssm::parameters_under;
 use super::common::stores::{granted, lease, lock, owner, store, SSM_PATH};
-use sfn_lock::lambda::sdk_config;
-use sfn_lock::store_names::{encode_name, owner_hash};
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::store::names::{encode_name, owner_hash};
 use sfn_lock::{EpochMillis, LockStore, ReleaseOutcome};
 
 #[tokio::test]

@@ -1,0 +1,415 @@
+//! The events `acquire-lock` and `release-lock` accept, checked field by field.
+//!
+//! Events are read from raw JSON rather than derived with serde so that every
+//! rule break becomes an `InvalidLockRequest` naming the field, and unknown
+//! fields (a typo such as `lease_seconds`) are refused instead of ignored.
+
+use serde_json::{Map, Value};
+
+use crate::vocab::error::LockError;
+use crate::vocab::model::{EpochMillis, LockName, Owner, MAX_LEASE_SECONDS};
+use crate::vocab::task_token::TaskToken;
+
+/// A lease length in seconds, 1 to [`MAX_LEASE_SECONDS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseSeconds(u32);
+
+impl LeaseSeconds {
+    pub fn new(field: &str, seconds: i64) -> Result<Self, LockError> {
+        match u32::try_from(seconds) {
+            Ok(seconds) if (1..=MAX_LEASE_SECONDS).contains(&seconds) => Ok(LeaseSeconds(seconds)),
+            _ => Err(LockError::invalid(field, lease_rule())),
+        }
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+/// How many owners may hold one lock name at once: 1 (a mutex, the default)
+/// to [`MAX_LIMIT`] (a semaphore).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Limit(u32);
+
+/// The largest `limit` a request may ask for.
+pub const MAX_LIMIT: u32 = 1000;
+
+impl Limit {
+    /// A mutex: the lock format every version of sfn-lock has written.
+    pub const ONE: Limit = Limit(1);
+
+    pub fn new(field: &str, limit: i64) -> Result<Self, LockError> {
+        match u32::try_from(limit) {
+            Ok(limit) if (1..=MAX_LIMIT).contains(&limit) => Ok(Limit(limit)),
+            _ => Err(LockError::invalid(
+                field,
+                format!("must be an integer from 1 to {MAX_LIMIT}"),
+            )),
+        }
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    pub fn is_mutex(self) -> bool {
+        self.0 == 1
+    }
+}
+
+fn lease_rule() -> String {
+    format!("must be an integer from 1 to {MAX_LEASE_SECONDS}")
+}
+
+/// How long an acquire may keep retrying on contention before it gives up
+/// with `LockWaitTimeout`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitBound {
+    /// When the caller began to wait; an ASL passes `$$.Execution.StartTime`.
+    pub started_at: EpochMillis,
+    pub max_wait_seconds: u32,
+}
+
+impl WaitBound {
+    pub fn has_run_out(self, now: EpochMillis) -> bool {
+        now >= self.started_at.plus_seconds(self.max_wait_seconds)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcquireRequest {
+    pub lock_name: LockName,
+    pub owner: Owner,
+    /// `None` means the function's configured default.
+    pub lease_seconds: Option<LeaseSeconds>,
+    pub wait: Option<WaitBound>,
+    /// Holders admitted at once; 1 (a mutex) when the event names none.
+    pub limit: Limit,
+    /// A `.waitForTaskToken` task's token: wait in the lock's queue instead
+    /// of failing with `LockUnavailable`, and be woken with the grant.
+    pub task_token: Option<TaskToken>,
+}
+
+/// A caller that waits in the lock's queue: the token its task sleeps on
+/// and, when it has one, its wait bound (which bounds how long the store
+/// keeps what the queue needs of it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub token: TaskToken,
+    pub wait: Option<WaitBound>,
+}
+
+impl From<TaskToken> for Waiting {
+    fn from(token: TaskToken) -> Self {
+        Waiting { token, wait: None }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseRequest {
+    pub lock_name: LockName,
+    pub owner: Owner,
+    /// The token of the grant being released, when the event carries
+    /// `acquire-lock`'s output: it makes the answer to a retried release exact.
+    pub fencing_token: Option<u64>,
+    /// The `limit` the lock was acquired with (acquire's output carries it):
+    /// it tells the store which kind of grant to free first. Default 1.
+    pub limit: Limit,
+    /// `withdraw: true`: the caller is a waiter that gives up (the queued
+    /// workflow's wait ran out). It leaves the queue and frees a grant a
+    /// hand-off may have just made it; a lock held by someone else is then
+    /// no sign of a lost lease, and the answer is `withdrawn`, not
+    /// `held_by_other`.
+    pub withdraw: bool,
+}
+
+const ACQUIRE_FIELDS: &[&str] = &[
+    "lockName",
+    "owner",
+    "leaseSeconds",
+    "waitStartedAt",
+    "maxWaitSeconds",
+    "limit",
+    "taskToken",
+];
+
+/// `release-lock` also takes the whole output of `acquire-lock`, so an ASL can
+/// pass `$.lock` straight through. `fencingToken` names the grant being
+/// released; the other extra fields are accepted and unused.
+const RELEASE_FIELDS: &[&str] = &[
+    "lockName",
+    "owner",
+    "fencingToken",
+    "acquiredAt",
+    "expiresAt",
+    "leaseSeconds",
+    "outcome",
+    "limit",
+    "withdraw",
+];
+
+impl AcquireRequest {
+    pub fn from_event(event: &Value) -> Result<Self, LockError> {
+        let fields = object_with_known_fields(event, ACQUIRE_FIELDS)?;
+        let lease_seconds = optional_integer(fields, "leaseSeconds")?
+            .map(|seconds| LeaseSeconds::new("leaseSeconds", seconds))
+            .transpose()?;
+        let wait = match (
+            optional_string(fields, "waitStartedAt")?,
+            optional_integer(fields, "maxWaitSeconds")?,
+        ) {
+            (None, None) => None,
+            (Some(started_at), Some(max_wait_seconds)) => Some(WaitBound {
+                started_at: EpochMillis::parse_rfc3339(started_at).ok_or_else(|| {
+                    LockError::invalid(
+                        "waitStartedAt",
+                        "must be an RFC 3339 date-time with a UTC offset, \
+                         e.g. 2026-11-30T10:00:00Z or 2026-11-30T12:00:00+02:00",
+                    )
+                })?,
+                max_wait_seconds: u32::try_from(max_wait_seconds)
+                    .ok()
+                    .filter(|seconds| *seconds <= MAX_LEASE_SECONDS)
+                    .ok_or_else(|| {
+                        LockError::invalid(
+                            "maxWaitSeconds",
+                            format!("must be an integer from 0 to {MAX_LEASE_SECONDS}"),
+                        )
+                    })?,
+            }),
+            (Some(_), None) => {
+                return Err(LockError::invalid(
+                    "maxWaitSeconds",
+                    "is required when waitStartedAt is given",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(LockError::invalid(
+                    "waitStartedAt",
+                    "is required when maxWaitSeconds is given",
+                ))
+            }
+        };
+        Ok(AcquireRequest {
+            lock_name: LockName::new(required_string(fields, "lockName")?)?,
+            owner: Owner::new(required_string(fields, "owner")?)?,
+            lease_seconds,
+            wait,
+            limit: optional_limit(fields)?,
+            task_token: optional_string(fields, "taskToken")?
+                .map(TaskToken::new)
+                .transpose()?,
+        })
+    }
+}
+
+impl ReleaseRequest {
+    pub fn from_event(event: &Value) -> Result<Self, LockError> {
+        let fields = object_with_known_fields(event, RELEASE_FIELDS)?;
+        let fencing_token = optional_integer(fields, "fencingToken")?
+            .map(|token| {
+                u64::try_from(token).map_err(|_| {
+                    LockError::invalid("fencingToken", "must be a non-negative integer")
+                })
+            })
+            .transpose()?;
+        Ok(ReleaseRequest {
+            lock_name: LockName::new(required_string(fields, "lockName")?)?,
+            owner: Owner::new(required_string(fields, "owner")?)?,
+            fencing_token,
+            limit: optional_limit(fields)?,
+            withdraw: optional_bool(fields, "withdraw")?.unwrap_or(false),
+        })
+    }
+}
+
+fn optional_limit(fields: &Map<String, Value>) -> Result<Limit, LockError> {
+    optional_integer(fields, "limit")?.map_or(Ok(Limit::ONE), |limit| Limit::new("limit", limit))
+}
+
+fn object_with_known_fields<'a>(
+    event: &'a Value,
+    known: &[&str],
+) -> Result<&'a Map<String, Value>, LockError> {
+    let fields = event
+        .as_object()
+        .ok_or_else(|| LockError::invalid("event", "must be a JSON object"))?;
+    if let Some(unknown) = fields.keys().find(|key| !known.contains(&key.as_str())) {
+        return Err(LockError::invalid(
+            &truncated(unknown),
+            format!("is not a known field (known: {})", known.join(", ")),
+        ));
+    }
+    Ok(fields)
+}
+
+/// Field names come from the caller; keep an absurdly long one out of the message.
+fn truncated(name: &str) -> String {
+    match name.char_indices().nth(64) {
+        Some((cut, _)) => format!("{}...", &name[..cut]),
+        None => name.to_owned(),
+    }
+}
+
+fn required_string<'a>(fields: &'a Map<String, Value>, field: &str) -> Result<&'a str, LockError> {
+    optional_string(fields, field)?.ok_or_else(|| LockError::invalid(field, "is required"))
+}
+
+fn optional_string<'a>(
+    fields: &'a Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'a str>, LockError> {
+    match fields.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(LockError::invalid(field, "must be a string")),
+    }
+}
+
+fn optional_bool(fields: &Map<String, Value>, field: &str) -> Result<Option<bool>, LockError> {
+    match fields.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(_) => Err(LockError::invalid(field, "must be true or false")),
+    }
+}
+
+fn optional_integer(fields: &Map<String, Value>, field: &str) -> Result<Option<i64>, LockError> {
+    match fields.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(number)) => number
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| LockError::invalid(field, "must be a whole number within 64-bit range")),
+        Some(_) => Err(LockError::invalid(field, "must be an integer")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field_of(result: Result<AcquireRequest, LockError>) -> String {
+        match result {
+            Err(LockError::InvalidRequest { field, .. }) => field,
+            other => panic!("expected InvalidRequest, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn accepts_a_minimal_and_a_full_event() {
+        let minimal =
+            AcquireRequest::from_event(&json!({"lockName": "etl", "owner": "me"})).unwrap();
+        assert_eq!(minimal.lease_seconds, None);
+        assert_eq!(minimal.wait, None);
+        let full = AcquireRequest::from_event(&json!({
+            "lockName": "etl", "owner": "me", "leaseSeconds": 60,
+            "waitStartedAt": "2026-11-30T10:00:00Z", "maxWaitSeconds": 30,
+        }))
+        .unwrap();
+        assert_eq!(full.lease_seconds, Some(LeaseSeconds(60)));
+        let wait = full.wait.unwrap();
+        assert!(!wait.has_run_out(wait.started_at.plus_seconds(29)));
+        assert!(wait.has_run_out(wait.started_at.plus_seconds(30)));
+    }
+
+    #[test]
+    fn names_the_offending_field() {
+        let cases = [
+            (json!([]), "event"),
+            (json!({"owner": "me"}), "lockName"),
+            (json!({"lockName": 7, "owner": "me"}), "lockName"),
+            (
+                json!({"lockName": "etl", "owner": "me", "lease_seconds": 5}),
+                "lease_seconds",
+            ),
+            (
+                json!({"lockName": "etl", "owner": "me", "leaseSeconds": 0}),
+                "leaseSeconds",
+            ),
+            (
+                json!({"lockName": "etl", "owner": "me", "leaseSeconds": 1.5}),
+                "leaseSeconds",
+            ),
+            (
+                json!({"lockName": "etl", "owner": "me", "leaseSeconds": 31_536_001}),
+                "leaseSeconds",
+            ),
+            (
+                json!({"lockName": "etl", "owner": "me", "maxWaitSeconds": 5}),
+                "waitStartedAt",
+            ),
+            (
+                json!({"lockName": "etl", "owner": "me", "maxWaitSeconds": 5, "waitStartedAt": "soon"}),
+                "waitStartedAt",
+            ),
+        ];
+        for (event, field) in cases {
+            assert_eq!(
+                field_of(AcquireRequest::from_event(&event)),
+                field,
+                "{event}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_release_token_must_be_a_non_negative_integer() {
+        for token in [json!(-1), json!(1.5), json!("3"), json!(true)] {
+            let event = json!({"lockName": "etl", "owner": "me", "fencingToken": token});
+            match ReleaseRequest::from_event(&event) {
+                Err(LockError::InvalidRequest { field, .. }) => {
+                    assert_eq!(field, "fencingToken", "{token}")
+                }
+                other => panic!("{token}: expected InvalidRequest, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_lease_refusal_states_the_rule() {
+        let refusal = AcquireRequest::from_event(
+            &json!({"lockName": "etl", "owner": "me", "leaseSeconds": 0}),
+        );
+        match refusal {
+            Err(LockError::InvalidRequest { field, rule }) => {
+                assert_eq!(field, "leaseSeconds");
+                assert_eq!(rule, "must be an integer from 1 to 31536000");
+            }
+            other => panic!("expected InvalidRequest, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn withdraw_is_a_boolean_and_off_by_default() {
+        let base = json!({"lockName": "etl", "owner": "me"});
+        assert!(!ReleaseRequest::from_event(&base).unwrap().withdraw);
+        let with = json!({"lockName": "etl", "owner": "me", "withdraw": true});
+        assert!(ReleaseRequest::from_event(&with).unwrap().withdraw);
+        let bad = json!({"lockName": "etl", "owner": "me", "withdraw": "yes"});
+        assert!(matches!(
+            ReleaseRequest::from_event(&bad),
+            Err(LockError::InvalidRequest { field, .. }) if field == "withdraw"
+        ));
+    }
+
+    #[test]
+    fn release_takes_acquire_output_but_not_strangers() {
+        let output = json!({
+            "lockName": "etl", "owner": "me", "fencingToken": 3, "outcome": "granted",
+            "acquiredAt": "2026-11-30T10:00:00Z", "expiresAt": "2026-11-30T10:15:00Z", "leaseSeconds": 900,
+        });
+        assert_eq!(
+            ReleaseRequest::from_event(&output).unwrap().fencing_token,
+            Some(3)
+        );
+        let without = ReleaseRequest::from_event(&json!({"lockName": "etl", "owner": "me"}));
+        assert_eq!(without.unwrap().fencing_token, None);
+        assert!(ReleaseRequest::from_event(
+            &json!({"lockName": "etl", "owner": "me", "force": true})
+        )
+        .is_err());
+    }
+}
