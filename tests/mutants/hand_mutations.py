@@ -200,8 +200,8 @@ MUTATIONS = [
     Mutation(
         id="running-child-released-after-wait",
         file=ATTACH,
-        find='"StringEquals": "PENDING_REDRIVE" }\n          ],\n          "Next": "Check Whether Error Has Cause"',
-        replace='"StringEquals": "PENDING_REDRIVE" }\n          ],\n          "Next": "Wait For Target To Stop"',
+        find='"Next": "Wait For Target To Stop"\n        }\n      ],\n      "Default": "Check Whether Error Has Cause"',
+        replace='"Next": "Wait For Target To Stop"\n        }\n      ],\n      "Default": "Wait For Target To Stop"',
         why="a child that could not be stopped and still runs keeps the lock (the sweep frees it once the child "
             "ended): the held Wait covers only what runs on after the child ended",
         check="timing relations",
