@@ -133,7 +133,7 @@ MUTATIONS = [
             "                Resource: !Sub arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:*\n"
         ),
         why="the reconciler's schedule role may invoke the sweep function only",
-        check="schedule",
+        check="cfn-guard schedule",
     ),
     Mutation(
         id="reconciler-sweep-input",
@@ -141,7 +141,7 @@ MUTATIONS = [
         find="Input: '{\"sfnLockReconcile\": {}}'",
         replace="Input: '{\"Records\": []}'",
         why="the schedule sends the reconciler's input, not an (empty) sweep batch that does nothing",
-        check="schedule",
+        check="cfn-guard schedule",
     ),
     Mutation(
         id="no-batch-item-failures",
