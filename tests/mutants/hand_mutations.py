@@ -286,6 +286,25 @@ MUTATIONS = [
         check="function permissions",
     ),
     Mutation(
+        id="hand-off-grant-widened",
+        file=TEMPLATE,
+        find=(
+            "              # AcquireLockFunction's AdmitQueuedWaiters for why \"*\".\n"
+            "              - Sid: HandOffToQueuedWaiters\n"
+            "                Effect: Allow\n"
+            "                Action: states:SendTaskSuccess\n"
+        ),
+        replace=(
+            "              # AcquireLockFunction's AdmitQueuedWaiters for why \"*\".\n"
+            "              - Sid: HandOffToQueuedWaiters\n"
+            "                Effect: Allow\n"
+            "                Action: [states:SendTaskSuccess, states:StopExecution]\n"
+        ),
+        why="'*' only for actions that have no resource-level permission (parliament's IAM database): "
+            "StopExecution on '*' could stop any execution in the account",
+        check="iam wildcards",
+    ),
+    Mutation(
         id="literal-partition",
         file=SKIP,
         find='"Resource": "arn:${Partition}:states:::lambda:invoke",\n      "Parameters": {\n'

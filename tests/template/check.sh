@@ -16,8 +16,9 @@
 #                                   S3 lock bucket): on a copy with that value as Default
 # 4. iam_wildcards --self-test      the wildcard check rejects bad policies
 # 5. iam_wildcards                  no '*' in any function's or state machine's policy, but
-#                                   where AWS offers no resource-level permission (log
-#                                   delivery; SendTaskSuccess, the queue's hand-off)
+#                                   where parliament's IAM database says the actions take no
+#                                   resource ARN (log delivery; SendTaskSuccess, the queue's
+#                                   hand-off); parliament refuses unknown actions too
 # 6. asl_substitutions --self-test  the ASL check rejects bad definitions
 # 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
 #                                   function's timeout (its Task's bound, which the held
