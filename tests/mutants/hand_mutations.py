@@ -324,7 +324,7 @@ MUTATIONS = [
                 "        ReleaseLockFunctionArn: !GetAtt ReleaseLockFunction.Arn",
         why="a state machine calls a published version of the lock functions, so that a stack update does "
             "not change a running execution's release under it",
-        check="function versions",
+        check="cfn-guard function versions",
     ),
     Mutation(
         id="version-misses-a-setting",

@@ -85,9 +85,11 @@
 #                                   arn:${Partition}:... in the definitions, which each state
 #                                   machine's DefinitionSubstitutions maps to !Ref AWS::Partition
 #                                   (no literal arn:aws:, but in AllowedPattern regexes)
-# 19. function_versions (+ self-test)  the state machines call published versions of the
-#                                   lock functions, a settings change publishes one too,
-#                                   old versions are retained and the roles may invoke them
+# 19. cfn-guard function versions   guard/function_versions.guard: the state machines call
+#                                   published versions of the lock functions (retained, on
+#                                   any property's change), and the roles may invoke them all
+#     function_versions (+ self-test)  a settings change publishes a version too, and the SAM
+#                                   transform makes one retained version a function
 # 20. deploy_target (+ self-test)   `make deploy` installs only deploy/requirements.txt,
 #                                   hash-pinned, into its own venv: no test tool beside the
 #                                   AWS credentials
@@ -203,6 +205,7 @@ step "alarms self-test" "$PY" "$HERE/alarms.py" --self-test
 step "alarms" "$PY" "$HERE/alarms.py" template.yaml
 step "partition self-test" "$PY" "$HERE/partition.py" --self-test
 step "partition" "$PY" "$HERE/partition.py" template.yaml
+step "cfn-guard function versions" guard_validate function_versions
 step "function versions self-test" "$PY" "$HERE/function_versions.py" --self-test
 step "function versions" "$PY" "$HERE/function_versions.py" template.yaml
 step "deploy target self-test" "$PY" "$HERE/deploy_target.py" --self-test
