@@ -108,7 +108,7 @@ $(DEPLOY_VENV)/.installed: deploy/requirements.txt
 	$(DEPLOY_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r deploy/requirements.txt
 	touch $@
 
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json .npmrc
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 

@@ -133,7 +133,7 @@ MUTATIONS = [
             "                Resource: !Sub arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:*\n"
         ),
         why="the reconciler's schedule role may invoke the sweep function only",
-        check="schedule",
+        check="cfn-guard schedule",
     ),
     Mutation(
         id="reconciler-sweep-input",
@@ -141,7 +141,7 @@ MUTATIONS = [
         find="Input: '{\"sfnLockReconcile\": {}}'",
         replace="Input: '{\"Records\": []}'",
         why="the schedule sends the reconciler's input, not an (empty) sweep batch that does nothing",
-        check="schedule",
+        check="cfn-guard schedule",
     ),
     Mutation(
         id="no-batch-item-failures",
@@ -200,8 +200,8 @@ MUTATIONS = [
     Mutation(
         id="running-child-released-after-wait",
         file=ATTACH,
-        find='"StringEquals": "PENDING_REDRIVE" }\n          ],\n          "Next": "Check Whether Error Has Cause"',
-        replace='"StringEquals": "PENDING_REDRIVE" }\n          ],\n          "Next": "Wait For Target To Stop"',
+        find='"Next": "Wait For Target To Stop"\n        }\n      ],\n      "Default": "Check Whether Error Has Cause"',
+        replace='"Next": "Wait For Target To Stop"\n        }\n      ],\n      "Default": "Wait For Target To Stop"',
         why="a child that could not be stopped and still runs keeps the lock (the sweep frees it once the child "
             "ended): the held Wait covers only what runs on after the child ended",
         check="timing relations",
@@ -286,6 +286,25 @@ MUTATIONS = [
         check="function permissions",
     ),
     Mutation(
+        id="hand-off-grant-widened",
+        file=TEMPLATE,
+        find=(
+            "              # AcquireLockFunction's AdmitQueuedWaiters for why \"*\".\n"
+            "              - Sid: HandOffToQueuedWaiters\n"
+            "                Effect: Allow\n"
+            "                Action: states:SendTaskSuccess\n"
+        ),
+        replace=(
+            "              # AcquireLockFunction's AdmitQueuedWaiters for why \"*\".\n"
+            "              - Sid: HandOffToQueuedWaiters\n"
+            "                Effect: Allow\n"
+            "                Action: [states:SendTaskSuccess, states:StopExecution]\n"
+        ),
+        why="'*' only for actions that have no resource-level permission (parliament's IAM database): "
+            "StopExecution on '*' could stop any execution in the account",
+        check="iam wildcards",
+    ),
+    Mutation(
         id="literal-partition",
         file=SKIP,
         find='"Resource": "arn:${Partition}:states:::lambda:invoke",\n      "Parameters": {\n'
@@ -305,7 +324,7 @@ MUTATIONS = [
                 "        ReleaseLockFunctionArn: !GetAtt ReleaseLockFunction.Arn",
         why="a state machine calls a published version of the lock functions, so that a stack update does "
             "not change a running execution's release under it",
-        check="function versions",
+        check="cfn-guard function versions",
     ),
     Mutation(
         id="version-misses-a-setting",

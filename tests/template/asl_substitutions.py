@@ -3,6 +3,10 @@
 DefinitionSubstitutions, then validate the substituted definitions with
 asl-validator.
 
+Why Python, not a tool: neither cfn-lint nor sam validate opens a DefinitionUri file;
+this substitutes it for each accepted parameter value, then asl-validator (the tool)
+judges the result.
+
 Neither cfn-lint nor `sam validate` opens a DefinitionUri file, so a missing
 placeholder or a broken definition would otherwise first show up at deploy.
 

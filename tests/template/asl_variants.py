@@ -2,6 +2,9 @@
 """skip-if-running.asl.json and queued-workflow.asl.json are locked-workflow.asl.json
 but for the skip and for the queue.
 
+Why Python, not a tool: it compares three definitions with each other (undoing the
+documented differences); no ASL or CloudFormation tool relates two files.
+
 The definitions share every state after the acquire (the workload branch with
 its re-raise of an error that may leave the invocation running and its marker of
 one that proves it ended, Check Whether Workload Failed and the states it routes to, the

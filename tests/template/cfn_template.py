@@ -1,5 +1,7 @@
 """Reading template.yaml for the static checks in this folder.
 
+Not a check: the loader the checks share (cfn-lint's decoder and SAM translator).
+
 The template is CloudFormation YAML with short-form intrinsics (!Ref, !GetAtt,
 !Sub, ...), which a plain YAML loader rejects. cfn-lint's decoder reads it into
 plain dicts with the long forms ({"Ref": ...}, {"Fn::GetAtt": [...]}), and

@@ -16,8 +16,9 @@
 #                                   S3 lock bucket): on a copy with that value as Default
 # 4. iam_wildcards --self-test      the wildcard check rejects bad policies
 # 5. iam_wildcards                  no '*' in any function's or state machine's policy, but
-#                                   where AWS offers no resource-level permission (log
-#                                   delivery; SendTaskSuccess, the queue's hand-off)
+#                                   where parliament's IAM database says the actions take no
+#                                   resource ARN (log delivery; SendTaskSuccess, the queue's
+#                                   hand-off); parliament refuses unknown actions too
 # 6. asl_substitutions --self-test  the ASL check rejects bad definitions
 # 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
 #                                   function's timeout (its Task's bound, which the held
@@ -65,10 +66,11 @@
 #                                   every call of s3.rs / ssm.rs allowed); the sweep's entry points
 #                                   include the reconciler's (reconcile.rs: list_held,
 #                                   queues_to_wake, wake_queue)
-# 15. schedule (+ self-test)        the skip-if-running schedule bounds its retries, passes
-#                                   the scheduled time, and may only start that state machine;
-#                                   the reconciler's (ReconcileSchedule, default 5 minutes, empty
-#                                   off) sends {"sfnLockReconcile": {}} to the sweep function only
+# 15. cfn-guard schedule            guard/schedule.guard: the skip-if-running schedule bounds
+#                                   its retries, passes the scheduled time, and may only start
+#                                   that state machine; the reconciler's (ReconcileSchedule,
+#                                   default 5 minutes, empty off) sends {"sfnLockReconcile": {}}
+#                                   to the sweep function only
 # 16. lock_store (+ self-test)      for every LockStore value: the three lock functions'
 #                                   LOCK_STORE_URL names that store (and the same one), only
 #                                   its resources are deployed (the queued workflow with
@@ -83,12 +85,19 @@
 #                                   arn:${Partition}:... in the definitions, which each state
 #                                   machine's DefinitionSubstitutions maps to !Ref AWS::Partition
 #                                   (no literal arn:aws:, but in AllowedPattern regexes)
-# 19. function_versions (+ self-test)  the state machines call published versions of the
-#                                   lock functions, a settings change publishes one too,
-#                                   old versions are retained and the roles may invoke them
+# 19. cfn-guard function versions   guard/function_versions.guard: the state machines call
+#                                   published versions of the lock functions (retained, on
+#                                   any property's change), and the roles may invoke them all
+#     function_versions (+ self-test)  a settings change publishes a version too, and the SAM
+#                                   transform makes one retained version a function
 # 20. deploy_target (+ self-test)   `make deploy` installs only deploy/requirements.txt,
 #                                   hash-pinned, into its own venv: no test tool beside the
 #                                   AWS credentials
+#
+# The cfn-guard rules (guard/*.guard) are tested first, each file against its
+# fixtures (guard/*.tests.yaml: `cfn-guard test`, step "cfn-guard self-test").
+# cfn-guard is the official binary that @cdklabs/cdk-validator-cfnguard ships
+# (package.json; no compile), for this machine's architecture.
 #
 # Steps 8, 14 and 16 check each LockStore value on the template as that value deploys
 # it (cfn_template.specialize); iam_wildcards reads every branch at once.
@@ -101,8 +110,13 @@ export SAM_CLI_TELEMETRY=0
 export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the tree
 PY="$LINT_VENV/bin/python"
 HERE=tests/template
+case "$(uname -m)" in
+    aarch64 | arm64) GUARD_ARCH=aarch64 ;;
+    *) GUARD_ARCH=x86_64 ;;
+esac
+GUARD=${GUARD:-node_modules/@cdklabs/cdk-validator-cfnguard/bin/ubuntu/$GUARD_ARCH/cfn-guard}
 
-for tool in "$PY" "$LINT_VENV/bin/cfn-lint" "$LINT_VENV/bin/sam" "$LINT_VENV/bin/checkov" "$NODE"; do
+for tool in "$PY" "$LINT_VENV/bin/cfn-lint" "$LINT_VENV/bin/sam" "$LINT_VENV/bin/checkov" "$NODE" "$GUARD"; do
     if [ ! -x "$tool" ]; then
         echo "missing $tool: install with 'make tools' (python3 -m venv $LINT_VENV && $LINT_VENV/bin/pip install -r tests/requirements-lint.txt; npm ci)" >&2
         exit 2
@@ -143,6 +157,23 @@ checkov_scan() {
     return $status
 }
 
+# Every rules file against its fixture tests: each rule passes the shipped shape
+# and fails each fixture that breaks it.
+guard_fixtures() {
+    local rules status=0
+    for rules in "$HERE"/guard/*.guard; do
+        "$GUARD" test --rules-file "$rules" --test-data "${rules%.guard}.tests.yaml" >/dev/null ||
+            { echo "  $rules: a fixture test failed (run: $GUARD test -r $rules -t ${rules%.guard}.tests.yaml)"; status=1; }
+    done
+    return $status
+}
+
+# One rules file against template.yaml; only the failures are shown.
+guard_validate() {
+    "$GUARD" validate --rules "$HERE/guard/$1.guard" --data template.yaml --show-summary fail
+}
+
+step "cfn-guard self-test" guard_fixtures
 step "cfn-lint" "$LINT_VENV/bin/cfn-lint" template.yaml
 step "sam validate --lint" "$LINT_VENV/bin/sam" validate --lint --region us-east-1 --template-file template.yaml
 step "checkov" checkov_scan
@@ -167,14 +198,14 @@ step "target state machine" "$PY" "$HERE/target_state_machine.py" template.yaml
 step "function permissions self-test" "$PY" "$HERE/function_permissions.py" --self-test
 step "function permissions" "$PY" "$HERE/function_permissions.py" template.yaml
 
-step "schedule self-test" "$PY" "$HERE/schedule.py" --self-test
-step "schedule" "$PY" "$HERE/schedule.py" template.yaml
+step "cfn-guard schedule" guard_validate schedule
 step "lock store self-test" "$PY" "$HERE/lock_store.py" --self-test
 step "lock store" "$PY" "$HERE/lock_store.py" template.yaml
 step "alarms self-test" "$PY" "$HERE/alarms.py" --self-test
 step "alarms" "$PY" "$HERE/alarms.py" template.yaml
 step "partition self-test" "$PY" "$HERE/partition.py" --self-test
 step "partition" "$PY" "$HERE/partition.py" template.yaml
+step "cfn-guard function versions" guard_validate function_versions
 step "function versions self-test" "$PY" "$HERE/function_versions.py" --self-test
 step "function versions" "$PY" "$HERE/function_versions.py" template.yaml
 step "deploy target self-test" "$PY" "$HERE/deploy_target.py" --self-test

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Judge checkov's JSON report (stdin) on template.yaml.
 
+Why Python: it is the gate over checkov's own report (checkov exits 0 on a skip
+without a reason and on a file it did not parse), not a rule of its own.
+
 Fails when checkov found a failed check or a parsing error, when it scanned no
 resource at all (it skips, with only a warning, a file it does not take for a
 CloudFormation template), or when a check is skipped without a comment: every

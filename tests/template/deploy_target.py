@@ -1,5 +1,8 @@
 """`make deploy` installs only what deploying needs, hash-pinned (issue 14).
 
+Why Python, not a tool: it reads the Makefile and deploy/requirements.txt, which no
+CloudFormation or IAM tool looks at.
+
 The environment that runs `sam deploy` holds AWS credentials; a test tool in it
 (moto patches botocore, checkov and its ~150 dependencies) is code that has no
 business there. So:

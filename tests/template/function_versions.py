@@ -1,16 +1,18 @@
 """The state machines call a published version of each lock function (issue 14).
 
+The rules that read the template's text alone are cfn-guard rules
+(guard/function_versions.guard: versioned, machines-call-versions,
+invoke-every-version). These two stay here because no tool sees them:
+settings-publish compares the Environment with the VersionDescription's !Sub
+variables and evaluates a parameter's AllowedPattern against a text (Guard has
+no regex over a value taken from the template), and transformed reads the
+template after the SAM transform (cfn-lint's translator), which cfn-guard and
+cfn-lint's rules never see as a whole.
+
 A state machine that calls a function's unqualified ARN runs whatever code and
 settings the function has at the moment of each call: a stack update while an
 execution waits would change its acquire or release mid-flight. So:
 
-versioned               acquire-lock and release-lock have an AutoPublishAlias
-                        (SAM publishes a version when they change) with
-                        AutoPublishAliasAllProperties (any property's change, a
-                        Timeout too, not just the code, Environment and
-                        MemorySize), UpdateReplacePolicy Retain (passed on to the
-                        version, which a settings change replaces: the old one stays
-                        for the executions that still call it) and a VersionDescription.
 settings-publish        the VersionDescription changes exactly when the Environment
                         does. SAM publishes a new version only when the function's
                         template text changes, not when a parameter's value does (it
@@ -30,11 +32,6 @@ settings-publish        the VersionDescription changes exactly when the Environm
                         is shown with a text in that branch instead, one that the
                         other branch's parameter can never take (its AllowedPattern
                         refuses it), so that setting or clearing it changes the text.
-machines-call-versions  every state machine's AcquireLockFunctionArn and
-                        ReleaseLockFunctionArn substitutions are !Ref <F>.Version.
-invoke-every-version    each such state machine may invoke "${<F>.Arn}:*", every
-                        version: an execution started before an update keeps
-                        calling its version while its role is already updated.
 transformed             after the SAM transform each lock function has one
                         AWS::Lambda::Version with DeletionPolicy and
                         UpdateReplacePolicy Retain, its Description the
@@ -52,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cfn_template import TemplateError, as_text, load, transform  # noqa: E402
+from cfn_template import TemplateError, load, transform  # noqa: E402
 
 LOCK_FUNCTIONS = {"AcquireLockFunctionArn": "AcquireLockFunction", "ReleaseLockFunctionArn": "ReleaseLockFunction"}
 STATE_MACHINE = "AWS::Serverless::StateMachine"
@@ -60,24 +57,6 @@ STATE_MACHINE = "AWS::Serverless::StateMachine"
 
 def _resources(template: dict) -> dict[str, dict]:
     return template.get("Resources", {}) or {}
-
-
-def versioned(template: dict) -> list[str]:
-    found = []
-    for function in LOCK_FUNCTIONS.values():
-        resource = _resources(template).get(function, {})
-        properties = resource.get("Properties", {}) or {}
-        if not properties.get("AutoPublishAlias"):
-            found.append(f"{function} has no AutoPublishAlias: no version is published for the state machines")
-        if properties.get("AutoPublishAliasAllProperties") is not True:
-            found.append(f"{function} lacks AutoPublishAliasAllProperties: true: a changed Timeout would "
-                         "publish no version")
-        if resource.get("UpdateReplacePolicy") != "Retain":
-            found.append(f"{function}'s UpdateReplacePolicy is {resource.get('UpdateReplacePolicy')!r}, not Retain: "
-                         "a settings change would delete the version running executions call")
-        if not properties.get("VersionDescription"):
-            found.append(f"{function} has no VersionDescription: a settings change publishes no version")
-    return found
 
 
 # Environment variables whose value is fixed for a stack's life: built from its
@@ -147,48 +126,6 @@ def settings_publish(template: dict) -> list[str]:
     return found
 
 
-def _invoked(properties: dict) -> list[Any]:
-    resources = []
-    for policy in properties.get("Policies", []) or []:
-        for statement in (policy.get("Statement", []) if isinstance(policy, dict) else []) or []:
-            actions = statement.get("Action")
-            if "lambda:InvokeFunction" in (actions if isinstance(actions, list) else [actions]):
-                listed = statement.get("Resource")
-                resources += listed if isinstance(listed, list) else [listed]
-    return resources
-
-
-def machines_call_versions(template: dict) -> list[str]:
-    found = []
-    machines = {n: r for n, r in _resources(template).items() if r.get("Type") == STATE_MACHINE}
-    if not machines:
-        return ["no state machine"]
-    for name, resource in machines.items():
-        properties = resource.get("Properties", {}) or {}
-        substitutions = properties.get("DefinitionSubstitutions", {}) or {}
-        for placeholder, function in LOCK_FUNCTIONS.items():
-            if placeholder not in substitutions:
-                continue
-            if substitutions[placeholder] != {"Ref": f"{function}.Version"}:
-                found.append(f"{name}: {placeholder} is {as_text(substitutions[placeholder])}, not !Ref {function}.Version")
-    return found
-
-
-def invoke_every_version(template: dict) -> list[str]:
-    found = []
-    for name, resource in _resources(template).items():
-        if resource.get("Type") != STATE_MACHINE:
-            continue
-        properties = resource.get("Properties", {}) or {}
-        substitutions = properties.get("DefinitionSubstitutions", {}) or {}
-        invoked = [as_text(r) for r in _invoked(properties)]
-        for placeholder, function in LOCK_FUNCTIONS.items():
-            if placeholder in substitutions and f"${{{function}.Arn}}:*" not in invoked:
-                found.append(f"{name} may not invoke every version of {function} (\"${{{function}.Arn}}:*\"): "
-                             "after an update, executions started before it could not call theirs")
-    return found
-
-
 def _versions(resources: dict, function: str) -> dict[str, dict]:
     return {n: r for n, r in resources.items()
             if r.get("Type") == "AWS::Lambda::Version"
@@ -229,10 +166,7 @@ def transformed(template: dict) -> list[str]:
 
 
 RULES: dict[str, Callable[[dict], list[str]]] = {
-    "versioned": versioned,
     "settings-publish": settings_publish,
-    "machines-call-versions": machines_call_versions,
-    "invoke-every-version": invoke_every_version,
     "transformed": transformed,
 }
 
@@ -295,11 +229,6 @@ def _acquire(template: dict) -> dict:
 
 
 SELF_TEST_CASES: dict[str, list[tuple[str, dict]]] = {
-    "versioned": [
-        ("no AutoPublishAlias", _broken(lambda t: _acquire(t)["Properties"].pop("AutoPublishAlias"))),
-        ("no UpdateReplacePolicy", _broken(lambda t: _acquire(t).pop("UpdateReplacePolicy"))),
-        ("no AutoPublishAliasAllProperties", _broken(lambda t: _acquire(t)["Properties"].pop("AutoPublishAliasAllProperties"))),
-    ],
     "settings-publish": [
         ("a setting of the environment left out", _broken(lambda t: _acquire(t)["Properties"].update(
             VersionDescription={"Fn::Sub": ["store ${LockStore}, max ${MAX_LEASE_SECONDS}",
@@ -326,17 +255,6 @@ SELF_TEST_CASES: dict[str, list[tuple[str, dict]]] = {
             VersionDescription={"Fn::Sub": ["max ${MAX_LEASE_SECONDS}, sum ${SUM}",
                                             {"MAX_LEASE_SECONDS": _MAX_SHOWN, "SUM": _SUM}]}))),
         ("no VersionDescription", _broken(lambda t: _acquire(t)["Properties"].pop("VersionDescription"))),
-    ],
-    "machines-call-versions": [
-        ("the unqualified ARN", _broken(lambda t: t["Resources"]["Machine"]["Properties"]["DefinitionSubstitutions"].update(
-            AcquireLockFunctionArn={"Fn::GetAtt": ["AcquireLockFunction", "Arn"]}))),
-        ("the alias, which moves under running executions", _broken(
-            lambda t: t["Resources"]["Machine"]["Properties"]["DefinitionSubstitutions"].update(
-                ReleaseLockFunctionArn={"Ref": "ReleaseLockFunction.Alias"}))),
-    ],
-    "invoke-every-version": [
-        ("only the newest version", _broken(lambda t: t["Resources"]["Machine"]["Properties"]["Policies"][0]["Statement"][0].update(
-            Resource=[{"Ref": "AcquireLockFunction.Version"}, {"Fn::Sub": "${ReleaseLockFunction.Arn}:*"}]))),
     ],
     "transformed": [
         ("a DeletionPolicy Delete passed on to the version", _broken(lambda t: _acquire(t).update(DeletionPolicy="Delete"))),

@@ -16,17 +16,20 @@ In an Allow statement it rejects:
   parameter whose constraints would accept `*`;
 - any managed policy but AWSLambdaBasicExecutionRole.
 
-Allowed, each for a reason AWS gives no way around:
-- Resource "*" for exactly the CloudWatch Logs log-delivery actions a state
-  machine's role needs to log to CloudWatch Logs: they have no resource-level
-  permissions (Step Functions developer guide, "IAM policies for logging to
-  CloudWatch Logs"). Any other action in such a statement fails.
-- Resource "*" for exactly the task-token actions (states:SendTaskSuccess,
-  SendTaskFailure, SendTaskHeartbeat), with which the lock functions admit a
-  waiter of the queued workflow: the Service Authorization Reference ("Actions,
-  resources, and condition keys for AWS Step Functions") lists no resource type
-  for them, and the request's task token names the one task it completes. Any
-  other action in such a statement fails.
+Resource "*" is allowed only where parliament (tests/requirements-lint.txt), from
+its database of the Service Authorization Reference, finds nothing: every action
+in the statement has no resource-level permission (RESOURCE_STAR otherwise), as
+the CloudWatch Logs log-delivery actions a state machine's role needs and the
+task-token actions (states:SendTaskSuccess, ...) with which the lock functions
+admit a queued waiter. Parliament also judges every Allow statement's actions
+(UNKNOWN_ACTION, UNKNOWN_PREFIX: a misspelt action is refused).
+
+What parliament cannot see, and stays here: it reads concrete policy JSON, not
+CloudFormation, so this file resolves each Resource through the intrinsics (a
+!GetAtt of a log group's Arn ends in ':*', a !Ref'd parameter whose
+AllowedPattern would accept '*', each branch of a !If) after the SAM transform;
+and the wildcard ARNs below are this project's own choices, each allowed for
+named actions on this template's own resources only:
 - `arn:...:states:REGION:ACCOUNT:execution:NAME:*` for states:DescribeExecution
   and states:StopExecution: what startExecution.sync needs on the executions it
   starts, whose names are chosen at run time; NAME must not be a wildcard.
@@ -56,6 +59,7 @@ Usage: iam_wildcards.py [TEMPLATE]   (default: template.yaml)
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import sys
 from pathlib import Path
@@ -63,21 +67,8 @@ from typing import Any, Iterable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cfn_template import TemplateError, intrinsic, load, transform  # noqa: E402
+from parliament import analyze_policy_string  # noqa: E402
 
-LOG_DELIVERY_ACTIONS = frozenset(
-    {
-        "logs:CreateLogDelivery",
-        "logs:GetLogDelivery",
-        "logs:UpdateLogDelivery",
-        "logs:DeleteLogDelivery",
-        "logs:ListLogDeliveries",
-        "logs:PutResourcePolicy",
-        "logs:DescribeResourcePolicies",
-        "logs:DescribeLogGroups",
-    }
-)
-# No resource types in the Service Authorization Reference: "*" only.
-TASK_TOKEN_ACTIONS = frozenset({"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"})
 EXECUTION_ACTIONS = frozenset({"states:DescribeExecution", "states:StopExecution"})
 EXECUTION_ARN = re.compile(r"^arn:[^:*?]+:states:[^:*?]+:[^:*?]+:execution:[^:*?]+:\*$")
 # The lock stores' run-time names: objects under a fixed prefix of a bucket of this
@@ -105,6 +96,12 @@ IAM_TYPES = {"AWS::IAM::Role", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "A
 
 class Unresolvable(Exception):
     pass
+
+
+def parliament_findings(actions: list[str], resource: str = "*") -> list[tuple[str, Any]]:
+    """Parliament's findings on one Allow statement of `actions` on `resource`."""
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": resource}]}
+    return [(finding.issue, finding.detail) for finding in analyze_policy_string(json.dumps(policy)).findings]
 
 
 def as_list(value: Any) -> list[Any]:
@@ -244,6 +241,10 @@ class Checker:
             actions.append(action)
             if WILDCARD.search(action):
                 self.problems.append(f"{where}: wildcard Action {action!r}")
+        literal = [action for action in actions if not WILDCARD.search(action)]
+        for issue, detail in parliament_findings(literal) if literal else []:
+            if issue in ("UNKNOWN_ACTION", "UNKNOWN_PREFIX"):  # RESOURCE_STAR: the '*' of this probe
+                self.problems.append(f"{where}: parliament {issue}: {detail}")
         for resource in as_list(statement.get("Resource", [])):
             try:
                 candidates = self.resolve(resource, where)
@@ -253,12 +254,14 @@ class Checker:
             for candidate in candidates:
                 if not WILDCARD.search(candidate):
                     continue
-                if candidate == "*" and actions and set(actions) <= LOG_DELIVERY_ACTIONS:
-                    self.allowed.append(f"{where}: '*' for log delivery only (no resource-level permissions)")
-                    continue
-                if candidate == "*" and actions and set(actions) <= TASK_TOKEN_ACTIONS:
-                    self.allowed.append(f"{where}: '*' for {sorted(actions)} only (no resource-level permissions; "
-                                        "the task token names the task)")
+                if candidate == "*" and actions:
+                    # Parliament knows which actions take a resource ARN: '*' only for those that do not.
+                    findings = parliament_findings(actions)
+                    if findings:
+                        self.problems.append(f"{where}: Resource '*' for {sorted(actions)}: parliament: {findings}")
+                    else:
+                        self.allowed.append(f"{where}: '*' for {sorted(actions)} (parliament: no resource-level "
+                                            "permissions)")
                     continue
                 if EXECUTION_ARN.match(candidate) and actions and set(actions) <= EXECUTION_ACTIONS:
                     self.allowed.append(f"{where}: {candidate} for {sorted(actions)}")
@@ -379,6 +382,12 @@ def _statement(action: Any, resource: Any, **extra: Any) -> dict[str, Any]:
 
 
 TABLE_ARN = {"Fn::GetAtt": ["Table", "Arn"]}
+# What a state machine's role needs to log to CloudWatch Logs, on '*' (Step Functions
+# developer guide, "IAM policies for logging to CloudWatch Logs"): a fixture here, the
+# check itself asks parliament.
+LOG_DELIVERY_ACTIONS = ["logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery",
+                        "logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy",
+                        "logs:DescribeResourcePolicies", "logs:DescribeLogGroups"]
 EXECUTIONS = {
     "Fn::Sub": [
         "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:${Name}:*",
@@ -403,6 +412,9 @@ SELF_TEST_BAD = {
     "log delivery on '*' plus another action": _function(
         [_statement(sorted(LOG_DELIVERY_ACTIONS) + ["dynamodb:UpdateItem"], "*")]
     ),
+    "a misspelt action": _function([_statement("dynamodb:UpdateItems", TABLE_ARN)]),
+    "an unknown service": _function([_statement("dynamodbb:UpdateItem", TABLE_ARN)]),
+    "s3:GetObject on '*' (it has resource-level permissions)": _function([_statement("s3:GetObject", "*")]),
     "execution wildcard for StartExecution": _function([_statement("states:StartExecution", EXECUTIONS)]),
     "task-token action on '*' plus another action": _function(
         [_statement(["states:SendTaskSuccess", "states:StopExecution"], "*")]
@@ -467,7 +479,7 @@ SELF_TEST_GOOD = {
             _statement("dynamodb:UpdateItem", TABLE_ARN),
             _statement("dynamodb:Query", {"Fn::Sub": "${Table.Arn}/index/owner-index"}),
             _statement(sorted(LOG_DELIVERY_ACTIONS), "*"),
-            _statement("states:SendTaskSuccess", "*"),
+            _statement(["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"], "*"),
             _statement(["states:DescribeExecution", "states:StopExecution"], EXECUTIONS),
             _statement("states:StartExecution", {"Ref": "TargetArn"}),
             _statement(["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],

@@ -1,5 +1,11 @@
 """The lock store that template.yaml gives its functions, for every LockStore value.
 
+Why Python, not a tool: each rule holds for every LockStore value on the template as that
+value deploys it (conditions decided, !If branches taken: cfn_template.specialize), and
+the URL must parse as store_url.rs reads it; cfn-guard and cfn-lint see one undecided
+template. The bucket's settings alone could be Guard rules; they stay beside the URL
+they are tied to (the lifecycle prefix is the URL's).
+
 The functions keep their locks where LOCK_STORE_URL says (crates/sfn-lock/src/
 store_url.rs): dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH. The template
 chooses the store by its LockStore parameter, through the Conditions UseDynamoDbStore,

@@ -2,6 +2,9 @@
 """Every ARN the stack builds takes its partition from the stack, so that it deploys
 in any partition (aws, aws-cn, aws-us-gov, ...), never from a literal "aws".
 
+Why Python, not a tool: cfn-lint's I3042 (hardcoded partition) skips SAM templates and
+plain strings outside !Sub, and no CloudFormation tool opens the DefinitionUri files.
+
 SAM substitutes a DefinitionUri file's ${...} with DefinitionSubstitutions only: it
 resolves no pseudo parameter there. So the definitions spell the service
 integrations arn:${Partition}:states:::lambda:invoke (...waitForTaskToken,

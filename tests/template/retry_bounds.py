@@ -1,6 +1,9 @@
 """The worst case of every retrier in the shipped ASL, computed from its
 parameters, since the e2e suite replaces the pauses with milliseconds.
 
+Why Python, not a tool: it computes each retrier's worst case (sums of capped, backed-off
+pauses) from the definitions; asl-validator checks their shape, not their arithmetic.
+
 - The wait for a held lock (Retry on LockUnavailable) must cap each pause
   (MaxDelaySeconds): acquire-lock ends the wait with LockWaitTimeout at its
   first attempt at or after MaxWaitSeconds, so the wait overshoots MaxWaitSeconds

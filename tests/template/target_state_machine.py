@@ -2,6 +2,10 @@
 """TargetStateMachineArn: every valid state machine name, and only this stack's account
 and Region.
 
+Why Python, not a tool: it evaluates the parameters' AllowedPattern regexes (one built
+with !Sub from the stack's partition, Region and account) against sample names and
+ARNs; Guard and cfn-lint compare values, they do not run a template's regex.
+
 1. The parameter's AllowedPattern accepts every name CreateStateMachine accepts (1 to 80
    characters; none of white space, < > { } [ ] ? * " # % \\ ^ | ~ ` $ & , ; : / or a
    control character), '.' included, and refuses the others, version and alias ARNs.

@@ -2,6 +2,9 @@
 """The timing relations of the stack's state machines, proven from template.yaml's
 parameters and the definitions themselves, deploying nothing (issue 21).
 
+Why Python, not a tool: it evaluates arithmetic over the parameters' ranges and walks
+the definitions' state graphs (catchers, Choices, Fail states); no tool models either.
+
 The definitions have no execution timeout: each state is bounded instead (the
 wait by MaxWaitSeconds, the workload by its Task's TimeoutSeconds, the held path
 by its Wait), and the lease is the sum of those bounds. This check reads each
