@@ -1,4 +1,4 @@
-//! wrap_timing's tests: the bounds read from the files and the sums. The
+//! timing.rs's tests: the bounds read from the files and the sums. The
 //! worst-case timeline is checked against the CLI's output in
 //! tests/wrap/timing.rs.
 

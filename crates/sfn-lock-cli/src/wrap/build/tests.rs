@@ -1,4 +1,4 @@
-//! wrap_build's tests: the output is the reviewed file but for the wrap's
+//! build.rs's tests: the output is the reviewed file but for the wrap's
 //! edits, in the files' and the user's own layout.
 
 use std::collections::BTreeSet;
@@ -218,7 +218,7 @@ fn fills_in_the_settings() {
     assert_eq!(payload.get("lockName"), None);
     assert_eq!(payload["limit"], json!(3));
     assert_eq!(payload["maxWaitSeconds"], json!(120));
-    // The lease is a literal, the one wrap_timing computed.
+    // The lease is a literal, the one timing.rs computed.
     assert_eq!(payload["leaseSeconds"], json!(timing(&settings).lease));
     assert_eq!(payload.get("leaseSeconds.$"), None);
     assert_eq!(acquire["ResultPath"], json!("$.sfnLock"));

@@ -1,6 +1,6 @@
 //! From the text of the user's definition to the wrapped one: parse it,
-//! check it (wrap_check), then build the output (wrap_build) from the
-//! reviewed file filled in with the settings (wrap_template).
+//! check it (check.rs), then build the output (build.rs) from the
+//! reviewed file filled in with the settings (template.rs).
 
 use serde_json::Value;
 

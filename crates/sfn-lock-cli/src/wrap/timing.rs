@@ -11,7 +11,7 @@
 //! can take. H is M, `--workload-max-run-seconds` (the longest any piece of
 //! the work runs on after its state stopped), plus E = 300 s when a
 //! Distributed Map at any depth runs Express child executions
-//! (wrap_shape's `express_child_map`): Step Functions cannot stop those
+//! (shape.rs's `express_child_map`): Step Functions cannot stop those
 //! (StopExecution does not support Express state machines), so after the
 //! Map failed one may run on up to the 300 s an Express execution lasts,
 //! and its task's work M after that. So a
@@ -118,7 +118,7 @@ impl Bounds {
     }
 
     /// These bounds for user states with `express_map`, a Distributed Map
-    /// with Express child executions (wrap_shape's `express_child_map`).
+    /// with Express child executions (shape.rs's `express_child_map`).
     pub(crate) fn with_express_map(&self, express_map: Option<String>) -> Bounds {
         Bounds {
             express_map,
@@ -320,5 +320,4 @@ fn summed_delays(retrier: &Value) -> Result<(u64, u64), String> {
 }
 
 #[cfg(test)]
-#[path = "wrap_timing_tests.rs"]
 mod tests;

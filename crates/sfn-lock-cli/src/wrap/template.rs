@@ -20,10 +20,10 @@ pub(crate) const RELEASE_STATE: &str = "Release Lock";
 /// The release after an error: where an error that proves the work ended goes.
 pub(crate) const RELEASE_AFTER_FAILURE_STATE: &str = "Release Lock After Failure";
 /// The sample Task in the branch: the errors after which its invocation
-/// may still run are read from its Catch (wrap_errors).
+/// may still run are read from its Catch (errors.rs).
 pub(crate) const SAMPLE_TASK: &str = "Run Workload";
 /// The lease as the files compute it from their parameters. A wrap asks for
-/// its own lease (wrap_timing), a literal in its place; the text must be
+/// its own lease (timing.rs), a literal in its place; the text must be
 /// found once, so that a changed file fails the wrap instead of keeping a
 /// lease computed from the sample's bounds.
 const LEASE_EXPRESSION: &str = r#""leaseSeconds.$": "States.MathAdd(States.MathAdd(${WorkloadTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})""#;
@@ -51,10 +51,18 @@ impl Mode {
         }
     }
 
+    // From the crate's root, so that the path does not depend on where in
+    // src/ this file sits.
     fn template(self) -> &'static str {
         match self {
-            Mode::Wait => include_str!("../../../statemachine/locked-workflow.asl.json"),
-            Mode::Skip => include_str!("../../../statemachine/skip-if-running.asl.json"),
+            Mode::Wait => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../statemachine/locked-workflow.asl.json"
+            )),
+            Mode::Skip => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../statemachine/skip-if-running.asl.json"
+            )),
         }
     }
 }
@@ -133,7 +141,7 @@ impl Template {
     }
 
     /// The same, with `held_seconds` as the Seconds of Wait For Workload To
-    /// Stop (wrap_timing's H: `--workload-max-run-seconds`, plus 300 s for
+    /// Stop (timing.rs's H: `--workload-max-run-seconds`, plus 300 s for
     /// Express child executions).
     pub(crate) fn load_holding(
         settings: &Settings,
