@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 
-use super::flags::{lock_name, lock_name_path, partition};
+use sfn_lock::{Limit, LockName};
+
+use super::flags::{limit, lock_name, lock_name_path, partition};
 use super::template::Mode;
 
 #[derive(Args, Debug)]
@@ -45,14 +47,13 @@ use super::template::Mode;
 pub struct WrapArgs {
     /// The lock every execution takes ('${LockName}' leaves it to DefinitionSubstitutions).
     #[arg(long, value_name = "NAME", value_parser = lock_name)]
-    pub(super) lock_name: Option<String>,
+    pub(super) lock_name: Option<LockName>,
     /// A lock per key: a JSONPath into the execution input, e.g. '$.customerId'.
     #[arg(long, value_name = "JSONPATH", value_parser = lock_name_path)]
     pub(super) lock_name_path: Option<String>,
     /// How many executions may hold the lock at once (1: a mutex; up to 1000: a semaphore).
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u16).range(1..=1000))]
-    pub(super) limit: u16,
+    #[arg(long, value_name = "N", default_value = "1", value_parser = limit)]
+    pub(super) limit: Limit,
     /// wait: wait for the lock (locked-workflow.asl.json); skip: succeed at once as skipped
     /// while it is held (skip-if-running.asl.json).
     #[arg(long, value_enum, default_value_t = Mode::Wait)]
@@ -100,3 +101,23 @@ pub struct WrapArgs {
 
 /// The default of `--max-wait-seconds`, the template's `MaxWaitSeconds`.
 pub(super) const DEFAULT_MAX_WAIT_SECONDS: u32 = 3600;
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args, Command};
+    use sfn_lock::MAX_LIMIT;
+
+    use super::WrapArgs;
+
+    /// The help states the library's bound, which parsing `--limit` applies.
+    #[test]
+    fn the_limit_help_says_the_librarys_bound() {
+        let help = WrapArgs::augment_args(Command::new("wrap"))
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains(&format!("up to {MAX_LIMIT}: a semaphore")),
+            "{help}"
+        );
+    }
+}

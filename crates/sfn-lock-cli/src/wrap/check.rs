@@ -158,7 +158,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::fixtures::{check_with, refusal, sample, with};
-    use super::super::timing::MAX_LEASE_SECONDS;
+    use sfn_lock::MAX_LEASE_SECONDS;
 
     #[test]
     fn a_plain_definition_passes_with_its_fields() {
@@ -214,7 +214,7 @@ mod tests {
         assert!(refusal(with("TimeoutSeconds", json!(1.5))).contains("not a positive whole number"));
         // The lease adds the bounds to the user's timeout (timing.rs).
         let timing = check_with(&sample(), false).expect("wrappable").timing;
-        let longest = MAX_LEASE_SECONDS - (timing.lease - timing.user);
+        let longest = u64::from(MAX_LEASE_SECONDS) - (timing.lease - timing.user);
         assert!(check_with(&with("TimeoutSeconds", json!(longest)), false).is_ok());
         let over = refusal(with("TimeoutSeconds", json!(longest + 1)));
         assert!(over.contains("over the 31536000"), "{over}");

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use clap::ValueEnum;
 use serde_json::{json, Value};
+use sfn_lock::Limit;
 
 use super::states::unreachable;
 
@@ -71,7 +72,7 @@ impl Mode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum LockName {
     /// The same name for every execution.
-    Fixed(String),
+    Fixed(sfn_lock::LockName),
     /// A JSONPath into the execution input (`$.customerId`): a lock per key.
     InputPath(String),
 }
@@ -82,7 +83,7 @@ impl LockName {
     /// workload's error or output as their input, not the execution input.
     pub(crate) fn field(&self) -> (&'static str, String) {
         match self {
-            LockName::Fixed(name) => ("lockName", name.clone()),
+            LockName::Fixed(name) => ("lockName", name.as_str().to_owned()),
             LockName::InputPath(path) => (
                 "lockName.$",
                 format!("$$.Execution.Input{}", path.trim_start_matches('$')),
@@ -92,7 +93,7 @@ impl LockName {
 
     pub(crate) fn describe(&self) -> String {
         match self {
-            LockName::Fixed(name) => format!("the lock {}", json!(name)),
+            LockName::Fixed(name) => format!("the lock {}", json!(name.as_str())),
             LockName::InputPath(path) => format!("the lock named by {path} in the execution input"),
         }
     }
@@ -104,7 +105,7 @@ impl LockName {
 pub(crate) struct Settings {
     pub(crate) mode: Mode,
     pub(crate) lock_name: LockName,
-    pub(crate) limit: u16,
+    pub(crate) limit: Limit,
     pub(crate) max_wait_seconds: u32,
     pub(crate) workload_max_run_seconds: u32,
     pub(crate) lease_margin_seconds: u32,
@@ -165,7 +166,7 @@ impl Template {
                 settings.lease_margin_seconds.to_string(),
             ),
             ("MaxWaitSeconds", settings.max_wait_seconds.to_string()),
-            ("LockLimit", settings.limit.to_string()),
+            ("LockLimit", settings.limit.get().to_string()),
             (
                 "LockResultPath",
                 if settings.pass_lock_to_workload {

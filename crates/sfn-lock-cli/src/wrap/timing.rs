@@ -27,8 +27,8 @@
 //!
 //! The lease and the stack: acquire-lock refuses a lease above its
 //! MAX_LEASE_SECONDS, the stack's MaxLeaseSeconds. Empty (the default) sets
-//! none, so any lease up to the contract's 31536000 s, which a wrap never
-//! exceeds, is granted; a stack with MaxLeaseSeconds set must allow the
+//! none, so any lease up to the contract's `sfn_lock::MAX_LEASE_SECONDS`
+//! (a year), which a wrap never exceeds, is granted; a stack with MaxLeaseSeconds set must allow the
 //! lease the output asks for, which the wrap prints.
 //!
 //! A and R are read from the Retry blocks of the file's Acquire Lock and
@@ -42,6 +42,7 @@
 //! no LockUnavailable retrier: A is the acquire's own retries.
 
 use serde_json::Value;
+use sfn_lock::{LeaseSeconds, MAX_LEASE_SECONDS};
 
 use super::template::{Mode, Settings, RELEASE_AFTER_FAILURE_STATE, RELEASE_STATE};
 
@@ -54,8 +55,6 @@ pub(crate) const ACQUIRE_INVOCATION_SECONDS: u64 = 18 + 10;
 pub(crate) const RELEASE_INVOCATION_SECONDS: u64 = 26 + 10;
 /// The largest TimeoutSeconds ASL accepts.
 pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 99_999_999;
-/// The longest lease acquire-lock accepts (README, "The contract").
-pub(crate) const MAX_LEASE_SECONDS: u64 = sfn_lock::MAX_LEASE_SECONDS as u64;
 /// E: how long an Express child execution of a Distributed Map may run on
 /// after the Map failed (an Express execution lasts up to 5 minutes).
 pub(crate) const EXPRESS_CHILD_SECONDS: u64 = 300;
@@ -184,7 +183,7 @@ impl Bounds {
                 )
             })?;
         let lease = sum(&[execution_timeout, held, self.margin])
-            .filter(|seconds| *seconds <= MAX_LEASE_SECONDS)
+            .filter(|seconds| acquire_lock_accepts(*seconds))
             .ok_or_else(|| {
                 format!(
                     "TimeoutSeconds {user} makes a lease of {} s ({}), over the \
@@ -196,6 +195,13 @@ impl Bounds {
             })?;
         Ok(timing(execution_timeout, lease))
     }
+}
+
+/// Whether acquire-lock takes `seconds` as a lease: the library's own rule
+/// (`LeaseSeconds::new`, up to [`MAX_LEASE_SECONDS`], README "The
+/// contract"), so that a wrap never asks for a lease the function refuses.
+fn acquire_lock_accepts(seconds: u64) -> bool {
+    i64::try_from(seconds).is_ok_and(|seconds| LeaseSeconds::new("leaseSeconds", seconds).is_ok())
 }
 
 impl Timing {

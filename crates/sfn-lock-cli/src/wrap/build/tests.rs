@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
+use sfn_lock::Limit;
 
 use super::super::shape::shape;
 use super::super::template::{
@@ -18,8 +19,10 @@ const KEPT_PLACEHOLDERS: [&str; 2] = ["AcquireLockFunctionArn", "ReleaseLockFunc
 fn settings(mode: Mode) -> Settings {
     Settings {
         mode,
-        lock_name: LockName::Fixed("nightly \"etl\"".into()),
-        limit: 3,
+        lock_name: LockName::Fixed(
+            sfn_lock::LockName::new("nightly \"etl\"").expect("a valid name"),
+        ),
+        limit: Limit::new("limit", 3).expect("a valid limit"),
         max_wait_seconds: 120,
         workload_max_run_seconds: 900,
         lease_margin_seconds: 300,
