@@ -164,7 +164,7 @@ SSM_OPERATIONS = {"get_parameters_by_path", "put_parameter", "delete_parameters"
 #   cleanup.rs's per-execution path (Judge) for each holder: the same two.
 # The trait's provided acquire() and release() (store.rs) only forward to the
 # *_with_limit methods, and no function calls them. CHAINS checks each step.
-# LockStore methods only the CLI calls (crates/sfn-lock-cli/src/ops.rs), with the
+# LockStore methods only the CLI calls (crates/sfn-lock-cli/src/ops/), with the
 # operator's credentials: no function is granted what they call.
 OPERATOR_ENTRY_POINTS = ("inspect", "list_held")
 
@@ -502,7 +502,7 @@ def check_chains(template: dict, sources: Sources) -> None:
                                   "check follows: update CHAINS and ENTRY_POINTS")
     for path, text in sources.items():
         # The CLI runs with its operator's credentials, not a function's role
-        # (its clock check reads the lock's item: clock_skew.rs).
+        # (its clock check reads the lock's item: src/run/clock/skew.rs).
         if STORE_FILES.fullmatch(path) or path.startswith("crates/sfn-lock-cli/"):
             continue
         found = DYNAMODB_OPERATION.search(_code(text))

@@ -4,13 +4,12 @@
 //! `--store URL`, else `LOCK_STORE_URL` or `LOCK_TABLE_NAME`, with the
 //! standard AWS environment.
 
-mod clock_check;
-mod clock_skew;
-mod list;
+// A folder per command family: running a command under the lock, the
+// operator's reads and forced release, wrapping a definition; store.rs opens
+// the store the first two share.
 mod ops;
 mod run;
 mod store;
-mod supervise;
 mod wrap;
 
 use std::process::ExitCode;
@@ -42,7 +41,7 @@ enum Command {
     ///
     /// Reads the whole store, page by page, up to --max (DESIGN.md, "Operators' reads");
     /// on SSM at 5 requests a second, saying how long first and its progress on stderr.
-    List(list::ListArgs),
+    List(ops::ListArgs),
     /// Free a lock by hand (every holder, or one with --owner); needs --force.
     ///
     /// The holder is not told: stop it first (e.g. stop its execution) if it
@@ -74,7 +73,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => ops::status(args).await,
-            Command::List(args) => list::list(args).await,
+            Command::List(args) => ops::list(args).await,
             Command::Release(args) => ops::release(args).await,
             Command::Wrap(_) => 2,
         }

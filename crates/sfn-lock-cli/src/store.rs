@@ -14,7 +14,7 @@ pub async fn open(store: Option<&str>) -> Result<(AnyStore, StoreUrl), String> {
 }
 
 /// [`open`], and the SDK configuration its clients came from (`run` reads
-/// the store's clock with it: `clock_check.rs`).
+/// the store's clock with it: `run/clock/mod.rs`).
 pub async fn open_with_sdk(store: Option<&str>) -> Result<(AnyStore, StoreUrl, SdkConfig), String> {
     let url = match store {
         Some(url) => StoreUrl::parse(url),

@@ -17,7 +17,7 @@ use sfn_lock::{ReleaseOutcome, StoreUrl};
 use support::date_proxy::DateProxy;
 use support::{table_url, unique};
 
-/// The CLI's progress interval (crates/sfn-lock-cli/src/list.rs).
+/// The CLI's progress interval (crates/sfn-lock-cli/src/ops/list.rs).
 const PROGRESS_EVERY_REQUESTS: usize = 50;
 
 fn stdout(output: &Output) -> String {

@@ -3,6 +3,11 @@
 //! without its lock silently: a lease that cannot be renewed in time sends it
 //! SIGTERM.
 
+// Before the take: this host's clock against the store's. While the command
+// runs: the lease kept alive and the command stopped if it is lost.
+mod clock;
+mod supervise;
+
 use std::time::Duration;
 
 use clap::Args;
@@ -11,8 +16,9 @@ use sfn_lock::{
 };
 use tokio::time::{sleep, Instant};
 
-use crate::clock_check::check as check_clock;
-use crate::supervise::{supervise, Held};
+use crate::store::{host, open_with_sdk};
+use clock::check as check_clock;
+use supervise::{supervise, Held};
 
 /// setlock's status for "lock not obtained".
 const NOT_OBTAINED: u8 = 111;
@@ -65,13 +71,13 @@ pub async fn run(args: RunArgs) -> u8 {
             return 2;
         }
     };
-    let store = match crate::store::open_with_sdk(args.store.as_deref()).await {
+    let store = match open_with_sdk(args.store.as_deref()).await {
         Ok((store, url, sdk)) => {
             if args.verbose {
                 say(format!("store {url}, owner {}", owner.as_str()));
             }
             // Every decision below compares leases with this host's clock:
-            // one that is wrong takes nothing (clock_check.rs).
+            // one that is wrong takes nothing (clock/mod.rs).
             if let Err(refused) = check_clock(&url, &sdk, &lock_name, args.verbose).await {
                 say(refused.to_string());
                 return 1;
@@ -145,7 +151,7 @@ fn request(args: &RunArgs) -> Result<(LockName, Owner, LeaseSeconds, Limit), Str
 fn default_owner() -> String {
     format!(
         "{}:{}:{:06x}",
-        crate::store::host(),
+        host(),
         std::process::id(),
         random() % 0x100_0000
     )

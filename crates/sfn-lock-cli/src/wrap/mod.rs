@@ -12,7 +12,7 @@
 //!   states that route the sample Task's marker (Check Whether Workload
 //!   Failed, Take Workload Error: whatever no path reaches once the Parallel
 //!   goes on to Release Lock) are left out;
-//! - the Parallel's Catch is chosen from the user's states (wrap_shape):
+//! - the Parallel's Catch is chosen from the user's states (shape.rs):
 //!   every error holds the lock (the held path: `--workload-max-run-seconds`,
 //!   plus 300 s when a Distributed Map runs Express child executions, which
 //!   cannot be stopped) before the release if any state, at any depth, can
@@ -24,7 +24,7 @@
 //!   plus the wait, the acquire's and the release's retries and the held
 //!   path, and the lease is that plus the held path plus
 //!   `--lease-margin-seconds`, a literal `leaseSeconds`, which a stack with
-//!   MaxLeaseSeconds empty (the default) grants (wrap_timing);
+//!   MaxLeaseSeconds empty (the default) grants (timing.rs);
 //! - `Version` is kept; `Comment` is the user's, then what the wrap did
 //!   (the Catch's shape and why, the timeout, the lease and what a stack's
 //!   MaxLeaseSeconds must be to grant it, a warning against redrive), then
@@ -74,11 +74,11 @@
 //! (ToleratedFailureCount or ToleratedFailurePercentage above 0, or either's
 //! `...Path` form) is refused, and let through by the same flag, for the same
 //! reason: a failed item's work may run on after the Map succeeds, and a
-//! success releases at once (wrap_tolerated). So is a Task that starts work
+//! success releases at once (tolerated.rs). So is a Task that starts work
 //! it does not wait for (an asynchronous Lambda invoke, a job started
 //! without `.sync`, an AWS SDK `start...`/`run...`/`submit...`/
 //! `create...Job` action), whose success would release the lock while that
-//! work runs (wrap_unwaited).
+//! work runs (unwaited.rs).
 //!
 //! **Redrive.** Redrive re-runs only the states that did not succeed, so a
 //! wrapped execution redriven after a stop, a timeout or an error no Catch
@@ -103,140 +103,35 @@
 //! its transitions stay inside, and its Fail states fail the Parallel, which
 //! the Catch re-raises. Bad flags are usage errors (status 2).
 
-// In the order a wrap runs: the flags (here) and the reviewed file they
-// fill in, the checks of the user's definition, then the output.
-#[path = "wrap_build.rs"]
+// A wrap runs: the flags (args.rs, flags.rs) fill in the reviewed file
+// (template.rs), the user's definition is checked (check.rs, with states.rs
+// to walk it and shape.rs, errors.rs, tolerated.rs, unwaited.rs, timing.rs
+// for what it may do), then the output is built (build.rs, comment.rs, on
+// text.rs's byte ranges); pipeline.rs runs those steps in that order.
+mod args;
 mod build;
-#[path = "wrap_check.rs"]
 mod check;
-#[path = "wrap_comment.rs"]
 mod comment;
-#[path = "wrap_errors.rs"]
 mod errors;
 #[cfg(test)]
-#[path = "wrap_fixtures.rs"]
 mod fixtures;
-#[path = "wrap_flags.rs"]
 mod flags;
-#[path = "wrap_pipeline.rs"]
 mod pipeline;
-#[path = "wrap_shape.rs"]
 mod shape;
-#[path = "wrap_states.rs"]
 mod states;
-#[path = "wrap_template.rs"]
 mod template;
-#[path = "wrap_text.rs"]
 mod text;
-#[path = "wrap_timing.rs"]
 mod timing;
-#[path = "wrap_tolerated.rs"]
 mod tolerated;
-#[path = "wrap_unwaited.rs"]
 mod unwaited;
 
 use std::io::Write;
-use std::path::PathBuf;
 
-use clap::{ArgGroup, Args};
-
-use flags::{lock_name, lock_name_path, partition};
-
+use args::DEFAULT_MAX_WAIT_SECONDS;
 use pipeline::{wrap_text, Wrapped};
 use template::{LockName, Mode, Settings};
 
-#[derive(Args, Debug)]
-#[command(group(ArgGroup::new("lock").required(true).args(["lock_name", "lock_name_path"])))]
-#[command(
-    after_help = "Exit status: 0 with the definition on stdout, and on stderr three lines \
-    the output's Comment repeats: which errors hold the lock and why (every error, if any state \
-    of yours, at any depth, is a Map, a Parallel or a Task other than a plain synchronous Lambda \
-    invocation: work that may run side by side or outlive its state), the TimeoutSeconds as its \
-    sum, and the lease the acquires ask for (a stack with MaxLeaseSeconds set must allow it), \
-    then one line per --allow-unsafe-error-handling warning; 1 if DEFINITION cannot be \
-    read or wrapped (one line on stderr, nothing on stdout); 2 for a usage error. Refused \
-    among others: a Retry or Catch of yours, at any depth, on an error after which the work \
-    may still be running (States.Timeout, States.HeartbeatTimeout, Lambda.ServiceException, \
-    Lambda.AWSLambdaException, Lambda.SdkClientException, \
-    Lambda.ClientExecutionTimeoutException, States.ALL, States.TaskFailed): the lock's own \
-    states handle those; any Retry or Catch on a Map or Parallel (the other items' or \
-    branches' invocations run on after one failed), or on a .sync, .sync:2 or \
-    .waitForTaskToken Task or an activity (its errors cannot tell a start that failed from \
-    work that runs on); a Map that tolerates failed items (ToleratedFailureCount or \
-    ToleratedFailurePercentage above 0, or their ...Path forms); and a Task that starts work \
-    it does not wait for (a Lambda invoke with InvocationType Event or InvocationType.$; \
-    states:startExecution, ecs:runTask, batch:submitJob, glue:startJobRun and the other \
-    integrations with a .sync form, used without it; an aws-sdk: action named start..., \
-    run..., submit..., create...Job or ...Async), which would release the lock on success \
-    while that work runs.\n\n\
-    Do not redrive a wrapped execution (the output's Comment says why): start a new one.\n\n\
-    The output keeps ${AcquireLockFunctionArn} and ${ReleaseLockFunctionArn} for your \
-    template's DefinitionSubstitutions: give them the stack outputs \
-    AcquireLockFunctionVersionArn and ReleaseLockFunctionVersionArn (the published versions, \
-    as the stack's own state machines call), and grant the state machine's role \
-    lambda:InvokeFunction on AcquireLockFunctionArn:* and ReleaseLockFunctionArn:* (every \
-    version: an execution started before an update calls its own). The lock \
-    states' integrations are in --partition (aws unless you say otherwise); your own \
-    states' ARNs are left as you wrote them."
-)]
-pub struct WrapArgs {
-    /// The lock every execution takes ('${LockName}' leaves it to DefinitionSubstitutions).
-    #[arg(long, value_name = "NAME", value_parser = lock_name)]
-    lock_name: Option<String>,
-    /// A lock per key: a JSONPath into the execution input, e.g. '$.customerId'.
-    #[arg(long, value_name = "JSONPATH", value_parser = lock_name_path)]
-    lock_name_path: Option<String>,
-    /// How many executions may hold the lock at once (1: a mutex; up to 1000: a semaphore).
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u16).range(1..=1000))]
-    limit: u16,
-    /// wait: wait for the lock (locked-workflow.asl.json); skip: succeed at once as skipped
-    /// while it is held (skip-if-running.asl.json).
-    #[arg(long, value_enum, default_value_t = Mode::Wait)]
-    mode: Mode,
-    /// With --mode wait: how long to wait for the lock before failing with LockWaitTimeout;
-    /// added to your TimeoutSeconds, so that your states keep their whole time after a wait
-    /// (and the lease grows with it) [default: 3600].
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=36000))]
-    max_wait_seconds: Option<u32>,
-    /// The longest any piece of your work (a Lambda invocation, a job, a worker, a child
-    /// execution) runs on after its state stopped: for a Lambda function, its own Timeout. The
-    /// lock is held that long after an error that may leave work running (300 s more if a
-    /// Distributed Map runs Express child executions, which cannot be stopped), and it is added
-    /// to your TimeoutSeconds and to the lease.
-    #[arg(long, value_name = "SECONDS", default_value_t = 900,
-          value_parser = clap::value_parser!(u32).range(30..=86400))]
-    workload_max_run_seconds: u32,
-    /// Added to the wrapped execution's TimeoutSeconds + --workload-max-run-seconds to make
-    /// the lease.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300,
-          value_parser = clap::value_parser!(u32).range(0..=86400))]
-    lease_margin_seconds: u32,
-    /// Give your states their lock (lockName, owner, fencingToken, expiresAt) as $.sfnLock
-    /// in their input, which must then be a JSON object.
-    #[arg(long)]
-    pass_lock_to_workload: bool,
-    /// Wrap even if your states Retry or Catch an error after which their work may still be
-    /// running (States.Timeout, States.HeartbeatTimeout, a Lambda service error, States.ALL,
-    /// States.TaskFailed; any error of a Map, a Parallel, a .sync, .sync:2 or
-    /// .waitForTaskToken Task or an activity), a Map of yours tolerates failed items, or a Task
-    /// starts work it does not wait for (e.g. because your states poll it to its end), which
-    /// lets the lock go while that work runs on: one warning line each on stderr, and the
-    /// mutual exclusion is yours to ensure.
-    #[arg(long)]
-    allow_unsafe_error_handling: bool,
-    /// The partition the state machine runs in (aws, aws-cn, aws-us-gov, ...): the lock
-    /// states' Resources become arn:PARTITION:states:::lambda:invoke. '${Partition}' (a
-    /// placeholder) leaves it to your DefinitionSubstitutions (!Ref AWS::Partition).
-    #[arg(long, value_name = "PARTITION", default_value = "aws", value_parser = partition)]
-    partition: String,
-    /// The definition to wrap: ASL JSON (JSONPath), with a top-level TimeoutSeconds.
-    #[arg(value_name = "DEFINITION.json")]
-    definition: PathBuf,
-}
-
-/// The default of `--max-wait-seconds`, the template's `MaxWaitSeconds`.
-const DEFAULT_MAX_WAIT_SECONDS: u32 = 3600;
+pub use args::WrapArgs;
 
 pub fn wrap(args: WrapArgs) -> u8 {
     let mode = args.mode;

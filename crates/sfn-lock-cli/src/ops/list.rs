@@ -14,7 +14,8 @@ use sfn_lock::listing_pace::{
 };
 use sfn_lock::{EpochMillis, LockStore, StoreUrl, DEFAULT_LIST_MAX, MAX_LIST_MAX};
 
-use crate::ops::{fail, grant_line, quoted, say, view_json};
+use super::show::{grant_line, quoted, view_json};
+use super::{fail, say};
 use crate::store::open;
 
 /// An SSM listing says how far it got every this many requests (10 s at

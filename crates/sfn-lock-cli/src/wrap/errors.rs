@@ -2,8 +2,8 @@
 //! (wrap.rs, "The user's Retry and Catch"): a Retry or Catch on an error
 //! after which a task's work may still be running (any error of a Map, a
 //! Parallel, a `.sync`, `.sync:2` or `.waitForTaskToken` Task or an
-//! activity), (wrap_tolerated) a Map that tolerates failed items, and
-//! (wrap_unwaited) a Task that starts work it does not wait for. Each is refused in one line naming the
+//! activity), (tolerated.rs) a Map that tolerates failed items, and
+//! (unwaited.rs) a Task that starts work it does not wait for. Each is refused in one line naming the
 //! state and the field, or, with --allow-unsafe-error-handling, wrapped with
 //! one warning line each.
 
@@ -246,5 +246,4 @@ fn describe_unsafe(state: &str, field: &str, errors: &[&str]) -> String {
 }
 
 #[cfg(test)]
-#[path = "wrap_errors_tests.rs"]
 mod tests;

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
+use sfn_lock::Limit;
 
 use super::check::{check, Rules, UserDefinition};
 use super::errors::{may_still_run_errors, work_may_still_run};
@@ -14,8 +15,8 @@ use super::timing::Bounds;
 pub(crate) fn settings() -> Settings {
     Settings {
         mode: Mode::Wait,
-        lock_name: LockName::Fixed("etl".into()),
-        limit: 1,
+        lock_name: LockName::Fixed(sfn_lock::LockName::new("etl").expect("a valid name")),
+        limit: Limit::ONE,
         max_wait_seconds: 3600,
         workload_max_run_seconds: 900,
         lease_margin_seconds: 300,

@@ -1,6 +1,6 @@
 //! From the text of the user's definition to the wrapped one: parse it,
-//! check it (wrap_check), then build the output (wrap_build) from the
-//! reviewed file filled in with the settings (wrap_template).
+//! check it (check.rs), then build the output (build.rs) from the
+//! reviewed file filled in with the settings (template.rs).
 
 use serde_json::Value;
 
@@ -80,8 +80,8 @@ fn internal(reason: String) -> String {
 mod tests {
     use super::super::fixtures::settings;
     use super::super::template::Mode;
-    use super::super::timing::MAX_LEASE_SECONDS;
     use super::*;
+    use sfn_lock::MAX_LEASE_SECONDS;
 
     /// A definition that can be wrapped, as short as one can be.
     const SMALLEST: &str =
@@ -139,7 +139,7 @@ mod tests {
             serde_json::json!(60 + 247 + 900 + 303)
         );
         // The lease limit counts every term.
-        let longest = MAX_LEASE_SECONDS - (5148 - 60) - 900 - 300;
+        let longest = u64::from(MAX_LEASE_SECONDS) - (5148 - 60) - 900 - 300;
         let too_long = SMALLEST.replace("60", &(longest + 1).to_string());
         let refused = wrap_text(&too_long, &settings(), false).expect_err("refused");
         assert!(refused.contains("over the 31536000"), "{refused}");
@@ -148,7 +148,7 @@ mod tests {
         let payload = &out["States"]["Acquire Lock"]["Parameters"]["Payload"];
         assert_eq!(
             payload["leaseSeconds"],
-            serde_json::json!(MAX_LEASE_SECONDS)
+            serde_json::json!(u64::from(MAX_LEASE_SECONDS))
         );
     }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use clap::ValueEnum;
 use serde_json::{json, Value};
+use sfn_lock::Limit;
 
 use super::states::unreachable;
 
@@ -20,10 +21,10 @@ pub(crate) const RELEASE_STATE: &str = "Release Lock";
 /// The release after an error: where an error that proves the work ended goes.
 pub(crate) const RELEASE_AFTER_FAILURE_STATE: &str = "Release Lock After Failure";
 /// The sample Task in the branch: the errors after which its invocation
-/// may still run are read from its Catch (wrap_errors).
+/// may still run are read from its Catch (errors.rs).
 pub(crate) const SAMPLE_TASK: &str = "Run Workload";
 /// The lease as the files compute it from their parameters. A wrap asks for
-/// its own lease (wrap_timing), a literal in its place; the text must be
+/// its own lease (timing.rs), a literal in its place; the text must be
 /// found once, so that a changed file fails the wrap instead of keeping a
 /// lease computed from the sample's bounds.
 const LEASE_EXPRESSION: &str = r#""leaseSeconds.$": "States.MathAdd(States.MathAdd(${WorkloadTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})""#;
@@ -51,10 +52,18 @@ impl Mode {
         }
     }
 
+    // From the crate's root, so that the path does not depend on where in
+    // src/ this file sits.
     fn template(self) -> &'static str {
         match self {
-            Mode::Wait => include_str!("../../../statemachine/locked-workflow.asl.json"),
-            Mode::Skip => include_str!("../../../statemachine/skip-if-running.asl.json"),
+            Mode::Wait => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../statemachine/locked-workflow.asl.json"
+            )),
+            Mode::Skip => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../statemachine/skip-if-running.asl.json"
+            )),
         }
     }
 }
@@ -63,7 +72,7 @@ impl Mode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum LockName {
     /// The same name for every execution.
-    Fixed(String),
+    Fixed(sfn_lock::LockName),
     /// A JSONPath into the execution input (`$.customerId`): a lock per key.
     InputPath(String),
 }
@@ -74,7 +83,7 @@ impl LockName {
     /// workload's error or output as their input, not the execution input.
     pub(crate) fn field(&self) -> (&'static str, String) {
         match self {
-            LockName::Fixed(name) => ("lockName", name.clone()),
+            LockName::Fixed(name) => ("lockName", name.as_str().to_owned()),
             LockName::InputPath(path) => (
                 "lockName.$",
                 format!("$$.Execution.Input{}", path.trim_start_matches('$')),
@@ -84,7 +93,7 @@ impl LockName {
 
     pub(crate) fn describe(&self) -> String {
         match self {
-            LockName::Fixed(name) => format!("the lock {}", json!(name)),
+            LockName::Fixed(name) => format!("the lock {}", json!(name.as_str())),
             LockName::InputPath(path) => format!("the lock named by {path} in the execution input"),
         }
     }
@@ -96,7 +105,7 @@ impl LockName {
 pub(crate) struct Settings {
     pub(crate) mode: Mode,
     pub(crate) lock_name: LockName,
-    pub(crate) limit: u16,
+    pub(crate) limit: Limit,
     pub(crate) max_wait_seconds: u32,
     pub(crate) workload_max_run_seconds: u32,
     pub(crate) lease_margin_seconds: u32,
@@ -133,7 +142,7 @@ impl Template {
     }
 
     /// The same, with `held_seconds` as the Seconds of Wait For Workload To
-    /// Stop (wrap_timing's H: `--workload-max-run-seconds`, plus 300 s for
+    /// Stop (timing.rs's H: `--workload-max-run-seconds`, plus 300 s for
     /// Express child executions).
     pub(crate) fn load_holding(
         settings: &Settings,
@@ -157,7 +166,7 @@ impl Template {
                 settings.lease_margin_seconds.to_string(),
             ),
             ("MaxWaitSeconds", settings.max_wait_seconds.to_string()),
-            ("LockLimit", settings.limit.to_string()),
+            ("LockLimit", settings.limit.get().to_string()),
             (
                 "LockResultPath",
                 if settings.pass_lock_to_workload {

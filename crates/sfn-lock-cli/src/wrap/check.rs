@@ -2,9 +2,9 @@
 //! what is wrong and what to do, in one line. The checks run in the order of
 //! their refusals' importance: no definition at all, then JSONata (the
 //! reason a well formed definition cannot be wrapped), a second wrap, a lock
-//! state's name, the timeout, and last the error handling (wrap_errors).
-//! A definition that passes also gets its shape (wrap_shape) and its
-//! timing (wrap_timing), which the output is built from.
+//! state's name, the timeout, and last the error handling (errors.rs).
+//! A definition that passes also gets its shape (shape.rs) and its
+//! timing (timing.rs), which the output is built from.
 
 use std::collections::BTreeSet;
 
@@ -27,7 +27,7 @@ const TOP_LEVEL_FIELDS: [&str; 6] = [
 ];
 
 /// The user's top-level fields that the wrapped definition carries over
-/// (`StartAt` and `States` are spliced in as text by wrap_build), what they
+/// (`StartAt` and `States` are spliced in as text by build.rs), what they
 /// make of the output (its timing, its Catch's shape), and the warnings to
 /// print if the definition is wrapped.
 #[derive(Debug, PartialEq)]
@@ -44,7 +44,7 @@ pub(crate) struct Rules<'r> {
     /// The names of the lock's own states.
     pub(crate) lock_states: &'r BTreeSet<String>,
     /// The errors after which a task's work may still be running
-    /// (wrap_errors' `work_may_still_run`).
+    /// (errors.rs' `work_may_still_run`).
     pub(crate) work_may_still_run: &'r BTreeSet<String>,
     /// --allow-unsafe-error-handling: warn instead of refusing.
     pub(crate) allow_unsafe_error_handling: bool,
@@ -129,7 +129,7 @@ fn json_path_only(fields: &Map<String, Value>, place: &str) -> Result<(), String
 }
 
 /// The user's execution timeout, which the wrapped one and the lease are
-/// derived from (wrap_timing): required, because without it an execution
+/// derived from (timing.rs): required, because without it an execution
 /// may run a year, longer than any lease.
 fn timeout_seconds(value: Option<&Value>) -> Result<u64, String> {
     let Some(value) = value else {
@@ -158,7 +158,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::fixtures::{check_with, refusal, sample, with};
-    use super::super::timing::MAX_LEASE_SECONDS;
+    use sfn_lock::MAX_LEASE_SECONDS;
 
     #[test]
     fn a_plain_definition_passes_with_its_fields() {
@@ -212,9 +212,9 @@ mod tests {
         assert!(refusal(none).contains("no top-level TimeoutSeconds"));
         assert!(refusal(with("TimeoutSeconds", json!(0))).contains("not a positive whole number"));
         assert!(refusal(with("TimeoutSeconds", json!(1.5))).contains("not a positive whole number"));
-        // The lease adds the bounds to the user's timeout (wrap_timing).
+        // The lease adds the bounds to the user's timeout (timing.rs).
         let timing = check_with(&sample(), false).expect("wrappable").timing;
-        let longest = MAX_LEASE_SECONDS - (timing.lease - timing.user);
+        let longest = u64::from(MAX_LEASE_SECONDS) - (timing.lease - timing.user);
         assert!(check_with(&with("TimeoutSeconds", json!(longest)), false).is_ok());
         let over = refusal(with("TimeoutSeconds", json!(longest + 1)));
         assert!(over.contains("over the 31536000"), "{over}");

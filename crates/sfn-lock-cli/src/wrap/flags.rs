@@ -1,15 +1,24 @@
-//! The rules of wrap's flags that clap cannot say: a lock name and a
-//! JSONPath as acquire-lock takes them, a partition or its placeholder.
+//! The rules of wrap's flags that clap cannot say: a lock name, a limit and
+//! a JSONPath as acquire-lock takes them, a partition or its placeholder.
 
-/// acquire-lock's rule for `lockName`: 1 to 1024 bytes, no control characters.
-pub(crate) fn lock_name(name: &str) -> Result<String, String> {
-    if name.is_empty() || name.len() > 1024 {
-        return Err(format!("{} bytes: a lock name has 1 to 1024", name.len()));
-    }
-    if name.chars().any(char::is_control) {
-        return Err("a lock name has no control characters".into());
-    }
-    Ok(name.to_owned())
+use sfn_lock::{Limit, LockName};
+
+/// acquire-lock's rule for `lockName`, the library's own (`LockName::new`),
+/// so that a wrapped definition never names a lock the function refuses.
+pub(crate) fn lock_name(name: &str) -> Result<LockName, String> {
+    // The sentence before the library's says the rule whole; the library's
+    // says what this name broke. The test below holds the two to one bound.
+    LockName::new(name)
+        .map_err(|error| format!("a lock name has 1 to 1024 bytes, no control characters: {error}"))
+}
+
+/// acquire-lock's rule for `limit` (`Limit::new`): how many may hold the
+/// lock at once.
+pub(crate) fn limit(text: &str) -> Result<Limit, String> {
+    let limit = text
+        .parse::<i64>()
+        .map_err(|error| format!("not a whole number: {error}"))?;
+    Limit::new("--limit", limit).map_err(|error| error.to_string())
 }
 
 /// A JSONPath into the execution input: `$.key` or `$['key']`, more after it.
@@ -55,6 +64,8 @@ pub(crate) fn partition(partition: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use sfn_lock::MAX_LIMIT;
+
     use super::*;
 
     #[test]
@@ -62,8 +73,15 @@ mod tests {
         assert!(lock_name("nightly-etl").is_ok());
         assert!(lock_name("${LockName}").is_ok());
         assert!(lock_name("").is_err());
+        assert!(lock_name(&"x".repeat(1024)).is_ok());
         assert!(lock_name(&"x".repeat(1025)).is_err());
         assert!(lock_name("a\nb").is_err());
+        assert_eq!(limit("1").map(Limit::get), Ok(1));
+        assert_eq!(limit(&MAX_LIMIT.to_string()).map(Limit::get), Ok(MAX_LIMIT));
+        for bad in ["0", "-1", "x", ""] {
+            assert!(limit(bad).is_err(), "{bad:?}");
+        }
+        assert!(limit(&(MAX_LIMIT + 1).to_string()).is_err());
         assert!(lock_name_path("$.customerId").is_ok());
         assert!(lock_name_path("$['customer id']").is_ok());
         for bad in ["customerId", "$", "$.", "$$.Execution.Input.x", "$x"] {

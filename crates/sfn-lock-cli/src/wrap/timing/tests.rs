@@ -1,4 +1,4 @@
-//! wrap_timing's tests: the bounds read from the files and the sums. The
+//! timing.rs's tests: the bounds read from the files and the sums. The
 //! worst-case timeline is checked against the CLI's output in
 //! tests/wrap/timing.rs.
 
@@ -49,10 +49,10 @@ fn the_timeout_and_the_lease_add_up_within_the_limits() {
     let (a, r) = (bounds.acquire, bounds.release);
     assert_eq!(timing.execution_timeout, 5400 + 3600 + a + 900 + r);
     assert_eq!(timing.lease, timing.execution_timeout + 900 + 300);
-    let longest = MAX_LEASE_SECONDS - (timing.lease - 5400);
+    let longest = u64::from(MAX_LEASE_SECONDS) - (timing.lease - 5400);
     assert_eq!(
         bounds.timing(longest).map(|t| t.lease),
-        Ok(MAX_LEASE_SECONDS)
+        Ok(u64::from(MAX_LEASE_SECONDS))
     );
     let over = bounds
         .timing(longest + 1)

@@ -1,4 +1,4 @@
-//! wrap_shape's tests: the allow-list, ARN by ARN. The shapes as the CLI
+//! shape.rs's tests: the allow-list, ARN by ARN. The shapes as the CLI
 //! prints them are tested in tests/wrap/held.rs.
 
 use serde_json::{json, Value};

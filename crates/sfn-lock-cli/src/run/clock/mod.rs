@@ -2,12 +2,12 @@
 //! holder is taken over when its `expiresAt` is before our `now`; our own
 //! leases end at our `now` plus the lease), on every store. So before it
 //! takes a lock it reads the store's own clock (one read,
-//! `clock_skew.rs`) and refuses beyond [`MAX_SKEW_MILLIS`].
+//! `skew.rs`) and refuses beyond [`MAX_SKEW_MILLIS`].
 //!
 //! Why 5 s. A host ahead by S takes over an expired lease S early; a host
 //! behind by S writes leases that end, for everyone else, S before it
 //! believes. A run stops its command (SIGTERM) once no renewal landed before
-//! the last sixth of its lease (`supervise.rs`): 10 s of the default 60 s
+//! the last sixth of its lease (`run/supervise.rs`): 10 s of the default 60 s
 //! lease, so a skew of 5 s still leaves half of that for the command to stop
 //! before a well-set rival may take over. The workflows' leases outlast their
 //! longest need by `LeaseMarginSeconds`, at least 180 s, and SSM's rule for
@@ -16,12 +16,17 @@
 //! measurement is good to about a second (the `Date` has whole seconds), so
 //! 5 s refuses no host that keeps time, whatever the round trip.
 
+// The one read that measures the store's clock, apart from the rule that
+// judges it.
+mod skew;
+
 use std::fmt;
 
-use crate::clock_skew::{measure_skew, Skew};
 use aws_config::SdkConfig;
 use serde_json::{json, Value};
 use sfn_lock::{LockName, StoreError, StoreUrl};
+
+use skew::{measure_skew, Skew};
 
 /// The most this host's clock may be off the store's, at the least
 /// favourable end of the measurement's uncertainty: a holder and a rival

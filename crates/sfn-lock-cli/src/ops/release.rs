@@ -1,27 +1,13 @@
-//! The operator's commands: `status` and `list` (`list.rs`) read (nothing is written),
-//! `release --force` frees a lock by hand through the same owner-checked
-//! release the functions use, so the fencing counter keeps rising.
+//! `sfn-lock release --force LOCK_NAME`: frees a lock by hand, every holder
+//! or one (`--owner`), through the owner-checked release the sweep makes.
 
 use clap::Args;
-use serde_json::{json, Value};
-use sfn_lock::{
-    AnyStore, EpochMillis, Grant, LockName, LockStore, LockView, Owner, ReleaseOutcome,
-};
+use serde_json::json;
+use sfn_lock::{AnyStore, EpochMillis, Grant, LockStore, LockView, Owner, ReleaseOutcome};
 
-use crate::store::open;
-
-#[derive(Args, Debug)]
-pub struct StatusArgs {
-    /// The store: dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH
-    /// [default: LOCK_STORE_URL, or LOCK_TABLE_NAME]
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
-    /// Print JSON (for scripts).
-    #[arg(long)]
-    json: bool,
-    /// The lock's name.
-    lock_name: String,
-}
+use super::show::quoted;
+use super::{fail, lock_name, say};
+use crate::store::{host, open};
 
 #[derive(Args, Debug)]
 pub struct ReleaseArgs {
@@ -37,34 +23,6 @@ pub struct ReleaseArgs {
     owner: Option<String>,
     /// The lock's name.
     lock_name: String,
-}
-
-pub(crate) fn say(text: impl std::fmt::Display) {
-    eprintln!("sfn-lock: {text}");
-}
-
-fn lock_name(text: &str) -> Result<LockName, u8> {
-    LockName::new(text).map_err(|error| {
-        say(error);
-        2
-    })
-}
-
-pub async fn status(args: StatusArgs) -> u8 {
-    let name = match lock_name(&args.lock_name) {
-        Ok(name) => name,
-        Err(status) => return status,
-    };
-    let store = match open(args.store.as_deref()).await {
-        Ok((store, _)) => store,
-        Err(why) => return fail(why),
-    };
-    match store.inspect(&name).await {
-        Ok(view) if args.json => println!("{}", view_json(&view, EpochMillis::now())),
-        Ok(view) => print!("{}", describe(&view, EpochMillis::now())),
-        Err(error) => return fail(format!("the store failed: {error}")),
-    }
-    0
 }
 
 pub async fn release(args: ReleaseArgs) -> u8 {
@@ -166,21 +124,12 @@ pub async fn release(args: ReleaseArgs) -> u8 {
     0
 }
 
-pub(crate) fn fail(why: String) -> u8 {
-    say(why);
-    1
-}
-
 /// Who forced a release, for the log: the login name and the machine.
 fn operator() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| "unknown-user".into());
-    format!("{user}@{}", crate::store::host())
-}
-
-pub(crate) fn quoted(name: &str) -> String {
-    format!("{name:?}")
+    format!("{user}@{}", host())
 }
 
 fn holders_text(view: &LockView) -> String {
@@ -191,55 +140,4 @@ fn holders_text(view: &LockView) -> String {
             format!("held by {}", owners.join(", "))
         }
     }
-}
-
-pub(crate) fn grant_line(grant: &Grant, now: EpochMillis) -> String {
-    let left = (grant.expires_at.0 - now.0) / 1000;
-    let state = match grant.is_live(now) {
-        true => format!("in {left} s"),
-        false => format!("EXPIRED {} s ago, not yet taken over", -left),
-    };
-    format!(
-        "{}\tfencing token {}\tacquired {}\texpires {} ({state})",
-        grant.owner, grant.fencing_token, grant.acquired_at, grant.expires_at
-    )
-}
-
-/// `status`'s text: the lock, then one line per grant.
-fn describe(view: &LockView, now: EpochMillis) -> String {
-    let name = quoted(view.lock_name.as_str());
-    let token = match view.fencing_token {
-        Some(token) => format!("last fencing token {token}"),
-        None => "never taken".into(),
-    };
-    let live = view
-        .grants
-        .iter()
-        .filter(|grant| grant.is_live(now))
-        .count();
-    let mut text = match live {
-        0 => format!("{name}: free ({token})\n"),
-        n => format!("{name}: held by {n} ({token})\n"),
-    };
-    for grant in &view.grants {
-        text.push_str(&format!("  {}\n", grant_line(grant, now)));
-    }
-    if let Some(waiting) = view.queue_length.filter(|&n| n > 0) {
-        text.push_str(&format!("  {waiting} waiting in the queue\n"));
-    }
-    text
-}
-
-pub(crate) fn view_json(view: &LockView, now: EpochMillis) -> Value {
-    let holders: Vec<Value> = view
-        .grants
-        .iter()
-        .map(|grant| {
-            json!({"owner": grant.owner, "fencingToken": grant.fencing_token,
-                   "acquiredAt": grant.acquired_at.to_rfc3339(),
-                   "expiresAt": grant.expires_at.to_rfc3339(), "live": grant.is_live(now)})
-        })
-        .collect();
-    json!({"lockName": view.lock_name.as_str(), "held": view.is_held(now), "holders": holders,
-           "fencingToken": view.fencing_token, "queueLength": view.queue_length})
 }

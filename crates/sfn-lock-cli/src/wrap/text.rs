@@ -4,7 +4,7 @@
 //! serde_json (as this workspace builds it, without `preserve_order`) sorts
 //! object keys: printing a parsed definition would list the states, and the
 //! fields of each state, alphabetically. So the output is made by replacing
-//! the byte ranges of a few values in the original texts, and wrap_build
+//! the byte ranges of a few values in the original texts, and build.rs
 //! checks the result against the same edit done on parsed values.
 //!
 //! Every function here expects text that serde_json has already accepted;

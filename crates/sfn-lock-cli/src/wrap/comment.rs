@@ -23,7 +23,7 @@ pub(crate) fn comment(
          {REDRIVE}]",
         mode = settings.mode.name(),
         lock = settings.lock_name.describe(),
-        limit = settings.limit,
+        limit = settings.limit.get(),
         file = settings.mode.file(),
         shape = user.shape.describe(&user.timing.bounds.describe_held()),
         timeout = user.timing.describe_timeout(),

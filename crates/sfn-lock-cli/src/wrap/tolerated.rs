@@ -5,14 +5,14 @@
 //! it) counts as tolerated, the Map succeeds, the user's states end and the
 //! lock is released at once, as after any success, while that work runs on:
 //! the held path is taken only by errors. This is the unsafe Retry and
-//! Catch of wrap_errors in another form, and shares its refusal and escape
+//! Catch of errors.rs in another form, and shares its refusal and escape
 //! hatch. The tolerance cannot tell such an item from one that failed for
 //! good, so any tolerance above 0 is refused; a `...Path` form is refused
 //! whatever it holds, because its value is read only at run time. A
 //! tolerance of 0 is the default: a failed item fails the Map (a
 //! Distributed Map with States.ExceedToleratedFailureThreshold), and since
 //! any Map makes every error out of the user's states hold the lock
-//! (wrap_shape), the lock is held until the work has stopped.
+//! (shape.rs), the lock is held until the work has stopped.
 
 use serde_json::{Map, Value};
 

@@ -1,11 +1,11 @@
-//! Builds the wrapped definition: the reviewed file (wrap_template) with the
+//! Builds the wrapped definition: the reviewed file (template.rs) with the
 //! example workload branch replaced by the user's states, the Parallel's
-//! Catch of the user's shape (wrap_shape) and its Next to Release Lock, the
+//! Catch of the user's shape (shape.rs) and its Next to Release Lock, the
 //! states that route the sample's marker left out (Template::left_out), the lock name filled in, the Comments
-//! (wrap_comment, wrap_shape), the TimeoutSeconds (wrap_timing) and the
+//! (comment.rs, shape.rs), the TimeoutSeconds (timing.rs) and the
 //! user's Version set.
 //!
-//! The output is made twice: as text (wrap_text: the files' and the user's
+//! The output is made twice: as text (text.rs: the files' and the user's
 //! own order and layout) and as parsed values (the plain meaning of the
 //! edit). The text is printed only if both agree.
 
@@ -162,5 +162,4 @@ pub(crate) fn build(
 
 // The tests build from parts as the pipeline does; in a file of their own.
 #[cfg(test)]
-#[path = "wrap_build_tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 //! action that starts something. Their state succeeds once the work has
 //! started, so on success the user's states end and the lock is released
 //! at once (only errors take the held path) while the work runs on. Like
-//! the unsafe Retry and Catch of wrap_errors, each is refused in one line
+//! the unsafe Retry and Catch of errors.rs, each is refused in one line
 //! naming the state, or, with --allow-unsafe-error-handling, wrapped with
 //! one warning (for states that wait for the work themselves, a polling
 //! loop, which wrap cannot tell from a Task that does not).

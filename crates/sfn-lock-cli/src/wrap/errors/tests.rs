@@ -1,4 +1,4 @@
-//! wrap_errors' tests: the errors read from the reviewed file, and the
+//! errors.rs' tests: the errors read from the reviewed file, and the
 //! user's Retry and Catch refused or let through with a warning.
 
 use serde_json::json;

@@ -1,9 +1,10 @@
-//! wrap_build's tests: the output is the reviewed file but for the wrap's
+//! build.rs's tests: the output is the reviewed file but for the wrap's
 //! edits, in the files' and the user's own layout.
 
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
+use sfn_lock::Limit;
 
 use super::super::shape::shape;
 use super::super::template::{
@@ -18,8 +19,10 @@ const KEPT_PLACEHOLDERS: [&str; 2] = ["AcquireLockFunctionArn", "ReleaseLockFunc
 fn settings(mode: Mode) -> Settings {
     Settings {
         mode,
-        lock_name: LockName::Fixed("nightly \"etl\"".into()),
-        limit: 3,
+        lock_name: LockName::Fixed(
+            sfn_lock::LockName::new("nightly \"etl\"").expect("a valid name"),
+        ),
+        limit: Limit::new("limit", 3).expect("a valid limit"),
         max_wait_seconds: 120,
         workload_max_run_seconds: 900,
         lease_margin_seconds: 300,
@@ -218,7 +221,7 @@ fn fills_in_the_settings() {
     assert_eq!(payload.get("lockName"), None);
     assert_eq!(payload["limit"], json!(3));
     assert_eq!(payload["maxWaitSeconds"], json!(120));
-    // The lease is a literal, the one wrap_timing computed.
+    // The lease is a literal, the one timing.rs computed.
     assert_eq!(payload["leaseSeconds"], json!(timing(&settings).lease));
     assert_eq!(payload.get("leaseSeconds.$"), None);
     assert_eq!(acquire["ResultPath"], json!("$.sfnLock"));

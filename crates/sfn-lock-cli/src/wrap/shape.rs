@@ -128,7 +128,7 @@ impl Shape {
 /// are Express (ExecutionType other than STANDARD): those cannot be stopped
 /// (StopExecution does not support Express state machines), so after an
 /// error they run on up to their own 300 s, and their tasks' work after
-/// that (wrap_timing adds it to the held path).
+/// that (timing.rs adds it to the held path).
 pub(crate) fn express_child_map(states: &Map<String, Value>) -> Result<Option<String>, String> {
     let mut found = None;
     for_each_state(states, &mut |name, state| {
@@ -266,5 +266,4 @@ pub(crate) fn is_partition(part: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "wrap_shape_tests.rs"]
 mod tests;

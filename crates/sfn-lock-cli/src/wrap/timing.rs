@@ -11,7 +11,7 @@
 //! can take. H is M, `--workload-max-run-seconds` (the longest any piece of
 //! the work runs on after its state stopped), plus E = 300 s when a
 //! Distributed Map at any depth runs Express child executions
-//! (wrap_shape's `express_child_map`): Step Functions cannot stop those
+//! (shape.rs's `express_child_map`): Step Functions cannot stop those
 //! (StopExecution does not support Express state machines), so after the
 //! Map failed one may run on up to the 300 s an Express execution lasts,
 //! and its task's work M after that. So a
@@ -27,8 +27,8 @@
 //!
 //! The lease and the stack: acquire-lock refuses a lease above its
 //! MAX_LEASE_SECONDS, the stack's MaxLeaseSeconds. Empty (the default) sets
-//! none, so any lease up to the contract's 31536000 s, which a wrap never
-//! exceeds, is granted; a stack with MaxLeaseSeconds set must allow the
+//! none, so any lease up to the contract's `sfn_lock::MAX_LEASE_SECONDS`
+//! (a year), which a wrap never exceeds, is granted; a stack with MaxLeaseSeconds set must allow the
 //! lease the output asks for, which the wrap prints.
 //!
 //! A and R are read from the Retry blocks of the file's Acquire Lock and
@@ -42,6 +42,7 @@
 //! no LockUnavailable retrier: A is the acquire's own retries.
 
 use serde_json::Value;
+use sfn_lock::{LeaseSeconds, MAX_LEASE_SECONDS};
 
 use super::template::{Mode, Settings, RELEASE_AFTER_FAILURE_STATE, RELEASE_STATE};
 
@@ -54,8 +55,6 @@ pub(crate) const ACQUIRE_INVOCATION_SECONDS: u64 = 18 + 10;
 pub(crate) const RELEASE_INVOCATION_SECONDS: u64 = 26 + 10;
 /// The largest TimeoutSeconds ASL accepts.
 pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 99_999_999;
-/// The longest lease acquire-lock accepts (README, "The contract").
-pub(crate) const MAX_LEASE_SECONDS: u64 = sfn_lock::MAX_LEASE_SECONDS as u64;
 /// E: how long an Express child execution of a Distributed Map may run on
 /// after the Map failed (an Express execution lasts up to 5 minutes).
 pub(crate) const EXPRESS_CHILD_SECONDS: u64 = 300;
@@ -118,7 +117,7 @@ impl Bounds {
     }
 
     /// These bounds for user states with `express_map`, a Distributed Map
-    /// with Express child executions (wrap_shape's `express_child_map`).
+    /// with Express child executions (shape.rs's `express_child_map`).
     pub(crate) fn with_express_map(&self, express_map: Option<String>) -> Bounds {
         Bounds {
             express_map,
@@ -184,7 +183,7 @@ impl Bounds {
                 )
             })?;
         let lease = sum(&[execution_timeout, held, self.margin])
-            .filter(|seconds| *seconds <= MAX_LEASE_SECONDS)
+            .filter(|seconds| acquire_lock_accepts(*seconds))
             .ok_or_else(|| {
                 format!(
                     "TimeoutSeconds {user} makes a lease of {} s ({}), over the \
@@ -196,6 +195,13 @@ impl Bounds {
             })?;
         Ok(timing(execution_timeout, lease))
     }
+}
+
+/// Whether acquire-lock takes `seconds` as a lease: the library's own rule
+/// (`LeaseSeconds::new`, up to [`MAX_LEASE_SECONDS`], README "The
+/// contract"), so that a wrap never asks for a lease the function refuses.
+fn acquire_lock_accepts(seconds: u64) -> bool {
+    i64::try_from(seconds).is_ok_and(|seconds| LeaseSeconds::new("leaseSeconds", seconds).is_ok())
 }
 
 impl Timing {
@@ -320,5 +326,4 @@ fn summed_delays(retrier: &Value) -> Result<(u64, u64), String> {
 }
 
 #[cfg(test)]
-#[path = "wrap_timing_tests.rs"]
 mod tests;
