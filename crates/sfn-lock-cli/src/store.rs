@@ -3,7 +3,8 @@
 //! standard AWS variables for credentials, Region and endpoints.
 
 use aws_config::SdkConfig;
-use sfn_lock::lambda::{sdk_config, store_with_waker};
+use sfn_lock::aws::config::sdk_config;
+use sfn_lock::lambda::store_with_waker;
 use sfn_lock::{AnyStore, StoreUrl};
 
 /// The store, or one line saying why there is none (exit status 1).

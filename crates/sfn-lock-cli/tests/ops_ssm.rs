@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use sfn_lock::lambda::sdk_config;
+use sfn_lock::aws::config::sdk_config;
 use sfn_lock::{AcquireOutcome, AnyStore, EpochMillis, LeaseSeconds, LockName, LockStore, Owner};
 use sfn_lock::{ReleaseOutcome, StoreUrl};
 use support::date_proxy::DateProxy;

@@ -52,7 +52,7 @@ pub use vocab::answer::{AcquireAnswer, AcquireResponse, QueuedResponse, ReleaseR
 pub use vocab::error::{LockError, StoreError};
 pub use vocab::model::{
     AcquireOutcome, Contention, EpochMillis, Holder, Lease, LockName, Outcome, Owner,
-    ReleaseOutcome, MAX_LEASE_SECONDS,
+    ReleaseOutcome, MAX_LEASE_SECONDS, MAX_LOCK_NAME_BYTES,
 };
 pub use vocab::request::{
     AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, WaitBound, Waiting, MAX_LIMIT,

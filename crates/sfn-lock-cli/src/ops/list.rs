@@ -1,6 +1,6 @@
 //! `sfn-lock list`: every lock with a grant, read and never written. On SSM
 //! the store paces the listing below the account's shared Parameter Store
-//! throughput (`sfn_lock::listing_pace`), so a long one takes minutes: it
+//! throughput (`sfn_lock::ports::listing_pace`), so a long one takes minutes: it
 //! says up front about how long `--max` locks take, shows its progress on
 //! stderr, and sums up what it sent.
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::{json, Value};
-use sfn_lock::listing_pace::{
+use sfn_lock::ports::listing_pace::{
     listing_estimate, watched, ListingProgress, LISTING_REQUESTS_PER_SECOND,
 };
 use sfn_lock::{EpochMillis, LockStore, StoreUrl, DEFAULT_LIST_MAX, MAX_LIST_MAX};

@@ -1,15 +1,16 @@
 //! The rules of wrap's flags that clap cannot say: a lock name, a limit and
 //! a JSONPath as acquire-lock takes them, a partition or its placeholder.
 
-use sfn_lock::{Limit, LockName};
+use sfn_lock::{Limit, LockName, MAX_LOCK_NAME_BYTES};
 
 /// acquire-lock's rule for `lockName`, the library's own (`LockName::new`),
 /// so that a wrapped definition never names a lock the function refuses.
 pub(crate) fn lock_name(name: &str) -> Result<LockName, String> {
     // The sentence before the library's says the rule whole; the library's
-    // says what this name broke. The test below holds the two to one bound.
-    LockName::new(name)
-        .map_err(|error| format!("a lock name has 1 to 1024 bytes, no control characters: {error}"))
+    // says what this name broke.
+    LockName::new(name).map_err(|error| {
+        format!("a lock name has 1 to {MAX_LOCK_NAME_BYTES} bytes, no control characters: {error}")
+    })
 }
 
 /// acquire-lock's rule for `limit` (`Limit::new`): how many may hold the

@@ -21,9 +21,9 @@
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::AttributeValue;
-use sfn_lock::dynamodb::LOCK_NAME;
-use sfn_lock::service_clock::{ServiceDate, DATE_RESOLUTION_MILLIS};
-use sfn_lock::store_names::encode_name;
+use sfn_lock::aws::service_clock::{ServiceDate, DATE_RESOLUTION_MILLIS};
+use sfn_lock::store::dynamodb::LOCK_NAME;
+use sfn_lock::store::names::encode_name;
 use sfn_lock::{EpochMillis, LockName, StoreError, StoreUrl};
 
 /// A failed read, as the store's own errors say it.
@@ -125,7 +125,7 @@ async fn read(
             // The lock's key as s3.rs names it: where the caller may read.
             // A missing object's 404 carries the Date as well.
             let key = format!("{prefix}{}", encode_name(lock_name.as_str()));
-            sfn_lock::any_store::s3_client(sdk)
+            sfn_lock::store::any::s3_client(sdk)
                 .head_object()
                 .bucket(bucket)
                 .key(key)
