@@ -8,9 +8,12 @@
 //! landed write from someone else's grant; `owner` is also the key of the
 //! sparse index [`OWNER_INDEX`] that finds every lock an execution still holds.
 
+mod acquire;
 mod grant;
 mod handoff;
 pub(crate) mod item;
+mod permit_markers;
+mod permit_release;
 mod permit_writes;
 pub mod permits;
 pub mod queue;
@@ -19,6 +22,7 @@ mod renew;
 mod store;
 mod table;
 mod view;
+mod waiters;
 mod wakes;
 
 pub use grant::{GRANT, GRANT_CONDITION, RELEASE, RELEASE_CONDITION};

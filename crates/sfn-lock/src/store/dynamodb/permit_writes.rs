@@ -1,26 +1,20 @@
-//! The writes of a semaphore's permits (layout: `dynamodb_permits.rs`). Each
+//! The writes of a semaphore's permits (layout: `permits.rs`; release: `permit_release.rs`; markers: `permit_markers.rs`). Each
 //! is one conditional `UpdateItem` on the lock's item; the marker that lets the
 //! sweep find a permit is a separate, unconditional item.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use tracing::warn;
 
-use crate::aws::errors::classify;
-use crate::store::dynamodb::grant::{
-    grant_assignments, queue_empty, released_by_this_call, HandOff, Released,
-};
+use crate::store::dynamodb::grant::{grant_assignments, queue_empty, HandOff};
 use crate::store::dynamodb::item::{gc_after, number, string};
 use crate::store::dynamodb::permits::HOLDER_COUNT;
-use crate::store::dynamodb::permits::{marker_key, permit_names, permit_of, Permit, PERMIT_OF};
+use crate::store::dynamodb::permits::{permit_names, Permit};
 use crate::store::dynamodb::queue::wake_name;
 use crate::store::dynamodb::queue::QUEUE_LENGTH;
 use crate::store::dynamodb::table::{
-    DynamoStore, Item, Write, WriteFailure, ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, LOCK_NAME,
-    OWNER, RELEASED_BY, RELEASED_TOKEN, RELEASE_ID, TTL,
+    DynamoStore, Item, Write, WriteFailure, ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, OWNER, TTL,
 };
 use crate::store::ids::token_base;
-use crate::vocab::error::StoreError;
-use crate::vocab::model::{EpochMillis, LockName, Owner, ReleaseOutcome, MAX_LEASE_SECONDS};
+use crate::vocab::model::{EpochMillis, LockName, Owner, MAX_LEASE_SECONDS};
 use crate::vocab::request::Limit;
 
 /// GRANT_PERMIT's assignments but the count, shared with [`DynamoStore::prune`].
@@ -70,13 +64,6 @@ const RENEW_PERMIT: &str = "SET #permit = :permit, #ttl = :ttl";
 const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken \
      AND #permit.#expiresAt >= :now AND #permit.#expiresAt = :heldUntil";
 
-/// Frees the caller's permit and records the release as the mutex does.
-pub(crate) const RELEASE_PERMIT: &str = "REMOVE #permit, #token, #wake \
-     SET #holderCount = #holderCount - :one, #releasedBy = :owner, #releasedToken = #token, \
-     #releaseId = :releaseId";
-const RELEASE_PERMIT_CONDITION: &str =
-    "attribute_exists(#permit) AND (attribute_not_exists(#releaseId) OR #releaseId <> :releaseId)";
-
 /// A permit write keeps the item past every permit's lease: leases differ per
 /// request and an update cannot take a maximum, so TTL gets the longest lease.
 fn permit_ttl(now: EpochMillis) -> AttributeValue {
@@ -107,64 +94,6 @@ pub(crate) struct PruneBatch<'a> {
 }
 
 impl DynamoStore {
-    /// Written before every semaphore acquire, so that a grant is never
-    /// without one: the sweep finds an ended execution's permits through it.
-    pub(crate) async fn put_marker(
-        &self,
-        lock_name: &LockName,
-        owner: &Owner,
-        expires_at: EpochMillis,
-    ) -> Result<(), StoreError> {
-        self.client
-            .put_item()
-            .table_name(&self.table_name)
-            .item(LOCK_NAME, string(&marker_key(lock_name, owner)))
-            .item(OWNER, string(owner.as_str()))
-            .item(PERMIT_OF, string(lock_name.as_str()))
-            .item(TTL, number(gc_after(expires_at)))
-            .send()
-            .await
-            .map_err(|error| classify("PutItem", error))?;
-        Ok(())
-    }
-
-    /// After a permit's release. A marker left behind costs the sweep one
-    /// `not_held` release; TTL collects it.
-    pub(crate) async fn delete_marker(&self, lock_name: &LockName, owner: &Owner) {
-        let deleted = self
-            .client
-            .delete_item()
-            .table_name(&self.table_name)
-            .key(LOCK_NAME, string(&marker_key(lock_name, owner)))
-            .send()
-            .await;
-        if let Err(error) = deleted {
-            let error = classify("DeleteItem", error);
-            warn!(lock_name = lock_name.as_str(), owner = owner.as_str(), %error,
-                  "permit released; its sweep marker stays until TTL");
-        }
-    }
-
-    /// The lock a marker names; `None` if the marker is gone.
-    pub(crate) async fn marker_lock(&self, key: &str) -> Result<Option<LockName>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table_name)
-            .key(LOCK_NAME, string(key))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|error| classify("GetItem", error))?;
-        let Some(item) = output.item else {
-            return Ok(None);
-        };
-        let name = crate::store::dynamodb::item::read_string(&item, PERMIT_OF)?;
-        LockName::new(name)
-            .map(Some)
-            .map_err(|_| crate::store::dynamodb::item::malformed(PERMIT_OF))
-    }
-
     /// A permit grant; with `hand_off`, the hand-off to that waiter.
     pub(crate) async fn grant_permit(
         &self,
@@ -330,62 +259,5 @@ impl DynamoStore {
         write.condition = condition;
         self.conditional_update(lock_name.as_str(), write.without_unused())
             .await
-    }
-
-    /// The permit-format release. `Ok(None)`: the caller holds the lock in
-    /// the mutex format instead.
-    pub(crate) async fn release_permit(
-        &self,
-        lock_name: &LockName,
-        owner: &Owner,
-        release_id: &str,
-        granted_before: Option<EpochMillis>,
-    ) -> Result<Option<Released>, StoreError> {
-        let (permit, token) = permit_names(owner.as_str());
-        let mut write = Write::new(RELEASE_PERMIT, RELEASE_PERMIT_CONDITION)
-            .names(&[HOLDER_COUNT, RELEASED_BY, RELEASED_TOKEN, RELEASE_ID])
-            .name_as("#wake", &wake_name(lock_name, owner))
-            .name_as("#permit", &permit)
-            .name_as("#token", &token)
-            .value(":owner", string(owner.as_str()))
-            .value(":one", number(1))
-            .value(":releaseId", string(release_id));
-        if let Some(bound) = granted_before {
-            write.condition += " AND #permit.#acquiredAt <= :grantedBefore";
-            write = write
-                .names(&[ACQUIRED_AT])
-                .value(":grantedBefore", number(bound.0));
-        }
-        let old_item = match self.conditional_update(lock_name.as_str(), write).await {
-            Ok(item) => {
-                self.delete_marker(lock_name, owner).await;
-                return Ok(Some(Released::new(ReleaseOutcome::Released, Some(item))));
-            }
-            Err(WriteFailure::Store(error)) => return Err(error),
-            Err(WriteFailure::ConditionFailed(None)) => {
-                return Ok(Some(Released::new(ReleaseOutcome::NotHeld, None)))
-            }
-            Err(WriteFailure::ConditionFailed(Some(item))) => item,
-        };
-        if released_by_this_call(&old_item, release_id) {
-            return Ok(Some(Released::new(
-                ReleaseOutcome::Released,
-                Some(old_item),
-            )));
-        }
-        let mutex_holder = old_item
-            .get(OWNER)
-            .and_then(|value| value.as_s().ok())
-            .is_some_and(|holder| holder == owner.as_str());
-        if mutex_holder {
-            return Ok(None);
-        }
-        // A permit granted after `granted_before`: the same owner's later grant.
-        let outcome = match permit_of(&old_item, owner)? {
-            Some(later) => ReleaseOutcome::HeldByOther(later.holder),
-            // Released already, or expired and removed by another's acquire.
-            None => ReleaseOutcome::NotHeld,
-        };
-        Ok(Some(Released::new(outcome, Some(old_item))))
     }
 }
