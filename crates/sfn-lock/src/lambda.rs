@@ -170,17 +170,27 @@ pub async fn try_sdk_config() -> Result<aws_config::SdkConfig, LockError> {
 }
 
 async fn sdk_config_with(http_client: SharedHttpClient) -> aws_config::SdkConfig {
-    let timeouts = TimeoutConfig::builder()
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http_client)
+        .timeout_config(timeout_config())
+        .retry_config(retry_config())
+        .load()
+        .await
+}
+
+/// Every client's timeouts: a named function, so that the time budget's
+/// facts (contract/code-facts.json) are read from what the clients get.
+pub(crate) fn timeout_config() -> TimeoutConfig {
+    TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(1))
         .operation_attempt_timeout(Duration::from_secs(2))
         .operation_timeout(Duration::from_secs(4))
-        .build();
-    aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http_client)
-        .timeout_config(timeouts)
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .load()
-        .await
+        .build()
+}
+
+/// Every client's retries but the waker's ([`waker_client`]).
+pub(crate) fn retry_config() -> RetryConfig {
+    RetryConfig::standard().with_max_attempts(3)
 }
 
 /// Reads the configuration and builds the clients once, at cold start.
@@ -255,6 +265,9 @@ fn log_misconfiguration(error: &LockError) {
     tracing::error!(error = %error, "misconfigured: every invocation will answer {answer}");
 }
 
+/// Where the sweep sends an event that came too early back to (optional).
+pub(crate) const CLEANUP_QUEUE_URL: &str = "CLEANUP_QUEUE_URL";
+
 /// The cleanup function's state: the sweep, and the metrics of what it frees.
 pub struct SweepFunction {
     pub sweeper: Sweeper<AnyStore, StepFunctions, SqsRequeue>,
@@ -273,7 +286,7 @@ pub async fn sweeper_from_env() -> ConfiguredSweeper {
     let policy = SweepPolicy::from_lookup(lookup).inspect_err(log_misconfiguration)?;
     let metrics = Metrics::from_env().inspect_err(log_misconfiguration)?;
     let sdk = try_sdk_config().await.inspect_err(log_misconfiguration)?;
-    let requeue = lookup("CLEANUP_QUEUE_URL")
+    let requeue = lookup(CLEANUP_QUEUE_URL)
         .filter(|url| !url.trim().is_empty())
         .map(|url| SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), url));
     let sweeper = Sweeper {

@@ -23,6 +23,8 @@
 
 pub mod any_store;
 pub mod cleanup;
+#[cfg(test)]
+mod contract_facts;
 mod deadline;
 pub mod document;
 pub mod document_store;
