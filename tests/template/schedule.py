@@ -26,7 +26,7 @@ next, so its retries end within one default period.
     reconcile-target    the target is ReleaseExecutionLocksFunction, through a role that may
                         only lambda:InvokeFunction that function, assumed by
                         scheduler.amazonaws.com of this account only
-    reconcile-input     Input is exactly {"sfnLockReconcile": {}} (reconcile.rs, RECONCILE_KEY)
+    reconcile-input     Input is exactly {"sfnLockReconcile": {}} (the reconciler's RECONCILE_KEY)
     reconcile-retry     RetryPolicy with MaximumEventAgeInSeconds <= RECONCILE_MAX_EVENT_AGE_SECONDS
                         and MaximumRetryAttempts set
     reconcile-switch    the schedule, its group and role hang on HasReconcileSchedule, which
