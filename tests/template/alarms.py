@@ -1,17 +1,18 @@
 """The template's alarms, metric filters and dashboard against the metrics the code emits.
 
-The lock functions write CloudWatch EMF lines (crates/sfn-lock/src/metrics.rs): the
-metric names are the `pub const NAME: &str = "Value";` constants listed with their
-units in `METRICS`, each record goes to the dimension sets [["LockName"], []], and
-the namespace is METRICS_NAMESPACE. This check reads metrics.rs itself, so a metric
-renamed in the code and not in the template (or the reverse) fails here. It holds:
+The lock functions write CloudWatch EMF lines: each metric with its unit, each
+record to the dimension sets [["LockName"], []], in the namespace METRICS_NAMESPACE.
+The facts come from contract/code-facts.json (section "metrics", and "environment"
+for the variables each function reads), which a Rust unit test keeps equal to the
+code's METRICS list and namespace rule (crates/sfn-lock/src/lambda/contract_facts.rs); so a
+metric renamed in the code and not in the template (or the reverse) fails here. It holds:
 
 namespace     the three lock functions have the same METRICS_NAMESPACE, it names the
               stack (${AWS::StackName}: two stacks' dimensionless metrics must not
-              merge), and with the longest stack name (128) it keeps metrics.rs's
-              rule (1 to 255 of 0-9 A-Z a-z . - _ / # : and space, not AWS/);
+              merge), and with the longest stack name (128) it keeps the code's
+              rule (the facts' namespace_rule: length, characters, reserved prefix);
               each function's METRICS_LOCK_NAME_DIMENSION follows the
-              MetricsPerLockName parameter (on/off).
+              MetricsPerLockName parameter (on/off); the code reads both variables.
 filters       every state machine whose definition has the Succeed state
               Succeed And Leave Lock To Cleanup logs at Level ALL (which logs each
               state entered) to a log group with a metric filter, deployed whenever
@@ -48,9 +49,9 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cfn_template import TemplateError, as_text, intrinsic, load, specialize  # noqa: E402
+import code_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-METRICS_RS = ROOT / "crates" / "sfn-lock" / "src" / "metrics.rs"
 FUNCTIONS = ("AcquireLockFunction", "ReleaseLockFunction", "ReleaseExecutionLocksFunction")
 NAMESPACE_ENV = "METRICS_NAMESPACE"
 DIMENSION_ENV = "METRICS_LOCK_NAME_DIMENSION"
@@ -72,26 +73,19 @@ Problem = tuple[str, str]  # (rule, message)
 
 
 # -- the code -----------------------------------------------------------------------------
-def code_metrics(text: str) -> tuple[dict[str, str], str]:
-    """{metric name: unit} from metrics.rs's METRICS list, and its LOCK_NAME_DIMENSION."""
-    constants = dict(re.findall(r'pub const ([A-Z_]+): &str = "([^"]*)";', text))
-    listed = re.search(r"pub const METRICS: &\[\(&str, Unit\)\] = &\[(.*?)\];", text, re.S)
-    if listed is None:
-        raise TemplateError(f"no `pub const METRICS: &[(&str, Unit)]` in {METRICS_RS}")
-    metrics: dict[str, str] = {}
-    for constant, unit in re.findall(r"\(\s*([A-Z_]+)\s*,\s*Unit::(\w+)\s*\)", listed.group(1)):
-        if constant not in constants:
-            raise TemplateError(f"METRICS lists {constant}, which is no `pub const {constant}: &str` of metrics.rs")
-        metrics[constants[constant]] = unit
+def code_metrics(facts: dict) -> tuple[dict[str, str], str]:
+    """{metric name: unit} the code emits, and its lock-name dimension."""
+    metrics = dict(code_facts.get(facts, "metrics", "units"))
     if not metrics:
-        raise TemplateError("METRICS in metrics.rs lists no metric")
-    return metrics, constants.get("LOCK_NAME_DIMENSION", "LockName")
+        raise TemplateError(f"{code_facts.FACTS} lists no metric")
+    return metrics, code_facts.get(facts, "metrics", "lock_name_dimension")
 
 
-def valid_namespace(text: str) -> bool:
-    """metrics.rs's valid_namespace."""
-    return (1 <= len(text) <= 255 and re.fullmatch(r"[0-9A-Za-z._/#: -]+", text) is not None
-            and not text.startswith("AWS/"))
+def valid_namespace(text: str, facts: dict) -> bool:
+    """The code's namespace rule, as the facts give it."""
+    rule = code_facts.get(facts, "metrics", "namespace_rule")
+    return (1 <= len(text) <= rule["max_length"] and all(c in rule["allowed_characters"] for c in text)
+            and not text.startswith(rule["reserved_prefix"]))
 
 
 # -- reading the template -----------------------------------------------------------------
@@ -108,8 +102,22 @@ def _properties(resource: dict) -> dict:
     return (resource or {}).get("Properties", {}) or {}
 
 
-def namespace_problems(template: dict) -> tuple[list[Problem], str | None]:
+# The binary each function runs, as the facts name it.
+BINARIES = {"AcquireLockFunction": "acquire-lock", "ReleaseLockFunction": "release-lock",
+            "ReleaseExecutionLocksFunction": "release-execution-locks"}
+
+
+def namespace_problems(template: dict, facts: dict) -> tuple[list[Problem], str | None]:
     found: list[Problem] = []
+    if code_facts.get(facts, "metrics", "namespace_env") != NAMESPACE_ENV:
+        found.append(("namespace", f"the code reads its namespace from "
+                                   f"{code_facts.get(facts, 'metrics', 'namespace_env')}, not {NAMESPACE_ENV}"))
+    for function, binary in BINARIES.items():
+        read = code_facts.get(facts, "environment", binary)
+        for variable in (NAMESPACE_ENV, DIMENSION_ENV):
+            if variable not in read:
+                found.append(("namespace", f"{function} sets {variable}, which its code never reads "
+                                           f"({code_facts.FACTS} environment.{binary})"))
     names = {}
     for function in FUNCTIONS:
         resource = (template.get("Resources", {}) or {}).get(function)
@@ -134,8 +142,8 @@ def namespace_problems(template: dict) -> tuple[list[Problem], str | None]:
         found.append(("namespace", f"{NAMESPACE_ENV} {namespace!r} does not name the stack (${{AWS::StackName}}): "
                                    "two stacks' dimensionless metrics, and alarms, would merge"))
     sample = namespace.replace("${AWS::StackName}", LONGEST_STACK_NAME)
-    if "${" in sample or not valid_namespace(sample):
-        found.append(("namespace", f"{NAMESPACE_ENV} {namespace!r} ({sample!r} deployed) breaks metrics.rs's "
+    if "${" in sample or not valid_namespace(sample, facts):
+        found.append(("namespace", f"{NAMESPACE_ENV} {namespace!r} ({sample!r} deployed) breaks the code's "
                                    "namespace rule: every function would refuse its configuration"))
     return found, namespace
 
@@ -159,7 +167,7 @@ def filter_problems(template: dict, namespace: str | None, emitted: dict[str, st
             metric = str(transformation.get("MetricName"))
             made.add(metric)
             if metric in emitted:
-                found.append(("filters", f"{name} makes {metric}, a name the code emits too (metrics.rs): two "
+                found.append(("filters", f"{name} makes {metric}, a name the code emits too ({code_facts.FACTS}): two "
                                          "sources in one metric"))
     for machine, resource in _resources(template, "AWS::Serverless::StateMachine").items():
         state = _state_machine_states(resource).get(LEFT_STATE)
@@ -225,7 +233,7 @@ def alarm_problems(template: dict, namespace: str | None, emitted: dict[str, str
         dimensions = properties.get("Dimensions", []) or []
         if namespace is not None and alarm_namespace == namespace:
             if metric not in emitted and metric not in made:
-                found.append(("alarms", f"{name} watches {metric!r}, not one the code emits (metrics.rs: "
+                found.append(("alarms", f"{name} watches {metric!r}, not one the code emits ({code_facts.FACTS}: "
                                         f"{sorted(emitted)}) nor a metric filter's ({sorted(made)})"))
             if dimensions:
                 found.append(("alarms", f"{name} has dimensions {dimensions}: the alarms watch the dimensionless "
@@ -331,7 +339,7 @@ def dashboard_problems(template: dict, namespace: str | None, emitted: dict[str,
                 elif namespace is not None and ns == namespace:
                     if metric not in emitted and metric not in made:
                         found.append(("dashboard", f"widget {title!r} shows {metric!r}, not one the code emits "
-                                                   f"(metrics.rs: {sorted(emitted)}) nor a metric filter's"))
+                                                   f"({code_facts.FACTS}: {sorted(emitted)}) nor a metric filter's"))
                     if dims and dims[0] != lock_name:
                         found.append(("dashboard", f"widget {title!r}: {metric} by {dims[0]!r}, a dimension the "
                                                    f"code does not emit (only {lock_name} or none)"))
@@ -355,12 +363,12 @@ def dashboard_problems(template: dict, namespace: str | None, emitted: dict[str,
     return found
 
 
-def problems(template: dict, metrics_text: str) -> list[Problem]:
+def problems(template: dict, facts: dict) -> list[Problem]:
     try:
-        emitted, lock_name = code_metrics(metrics_text)
-    except TemplateError as error:
+        emitted, lock_name = code_metrics(facts)
+        found, namespace = namespace_problems(template, facts)
+    except (TemplateError, code_facts.FactsError) as error:
         return [("code", str(error))]
-    found, namespace = namespace_problems(template)
     filters, made = filter_problems(template, namespace, emitted)
     found += filters
     found += alarm_problems(template, namespace, emitted, made)
@@ -392,9 +400,13 @@ def _env(function: str, value: Any) -> Callable[[dict], None]:
     return _props(function, lambda p: p["Environment"]["Variables"].update({NAMESPACE_ENV: value}))
 
 
-def self_test(template: dict, metrics_text: str) -> int:
+def _units(change: Callable[[dict], Any]) -> Callable[[dict], None]:
+    return lambda facts: change(facts["metrics"]["units"])
+
+
+def self_test(template: dict, shipped_facts: dict) -> int:
     failures = 0
-    shipped = problems(template, metrics_text)
+    shipped = problems(template, shipped_facts)
     print(f"{'ok  ' if not shipped else 'FAIL'} the shipped template: {shipped or 'no problem'}")
     failures += bool(shipped)
 
@@ -411,13 +423,13 @@ def self_test(template: dict, metrics_text: str) -> int:
             _dashboard_text(lambda t: t.replace('"sfn-lock/${AWS::StackName}"', json.dumps(value)))(template)
         return apply
 
-    # (label, change to the template, change to metrics.rs's text, rule, words of the message)
-    cases: list[tuple[str, Callable[[dict], None] | None, Callable[[str], str] | None, str, tuple[str, ...]]] = [
+    # (label, change to the template, change to the code's facts, rule, words of the message)
+    cases: list[tuple[str, Callable[[dict], None] | None, Callable[[dict], None] | None, str, tuple[str, ...]]] = [
         ("an alarm on a misspelled metric", _props("SweepReleasesAlarm", lambda p: p.update(MetricName="SweepRelease")),
          None, "alarms", ("SweepReleasesAlarm", "'SweepRelease'", "not one the code emits")),
-        ("the code renaming HeldByOther", None, lambda t: t.replace('"HeldByOther"', '"HeldByOthers"'),
+        ("the code renaming HeldByOther", None, _units(lambda u: u.update(HeldByOthers=u.pop("HeldByOther"))),
          "alarms", ("HeldByOtherAlarm", "'HeldByOther'", "not one the code emits")),
-        ("the code dropping a metric from METRICS", None, lambda t: t.replace("(ACQUIRE_ERRORS, Unit::Count),", ""),
+        ("the code dropping a metric from METRICS", None, _units(lambda u: u.pop("AcquireErrors")),
          "alarms", ("AcquireErrorsAlarm", "not one the code emits")),
         ("a dashboard widget on a metric the code does not emit",
          _dashboard_text(lambda t: t.replace('"WaitTimeouts", {', '"WaitTimeout", {')), None,
@@ -489,21 +501,28 @@ def self_test(template: dict, metrics_text: str) -> int:
         ("a state machine logging errors only", _props("LockedWorkflowStateMachine", lambda p: p["Logging"].update(
             Level="ERROR")), None, "filters", ("LockedWorkflowStateMachine logs at Level 'ERROR'",)),
         ("a filter metric the code emits too", None,
-         lambda t: t.replace("(SWEEP_RELEASES, Unit::Count),", "(SWEEP_RELEASES, Unit::Count),\n    (LEFT, Unit::Count),")
-         .replace("pub const SWEEP_RELEASES", 'pub const LEFT: &str = "LeftLockToCleanup";\npub const SWEEP_RELEASES'),
-         "filters", ("a name the code emits too",)),
+         _units(lambda u: u.update(LeftLockToCleanup="Count")), "filters", ("a name the code emits too",)),
+        ("the code emitting WaitTime in Count", None, _units(lambda u: u.update(WaitTime="Count")),
+         "dashboard", ("p99 of WaitTime", "Count")),
+        ("the code no longer reading METRICS_NAMESPACE in release-lock", None,
+         lambda f: f["environment"]["release-lock"].remove(NAMESPACE_ENV), "namespace",
+         ("ReleaseLockFunction sets METRICS_NAMESPACE, which its code never reads",)),
+        ("the code's namespace rule at 100 characters", None,
+         lambda f: f["metrics"]["namespace_rule"].update(max_length=100), "namespace", ("namespace rule",)),
+        ("the code reading the namespace from another variable", None,
+         lambda f: f["metrics"].update(namespace_env="CLOUDWATCH_NAMESPACE"), "namespace", ("CLOUDWATCH_NAMESPACE",)),
     ]
     for label, change, code_change, rule, words in cases:
         broken = copy.deepcopy(template)
-        code = metrics_text
+        facts = copy.deepcopy(shipped_facts)
         try:
             if change is not None:
                 change(broken)
             if code_change is not None:
-                code = code_change(metrics_text)
-                if code == metrics_text:
-                    raise AssertionError("self-test: the metrics.rs change changed nothing; update the case")
-            found = [p for p in problems(broken, code) if p not in shipped]
+                code_change(facts)
+                if facts == shipped_facts:
+                    raise AssertionError("self-test: the facts change changed nothing; update the case")
+            found = [p for p in problems(broken, facts) if p not in shipped]
         except (AssertionError, KeyError, IndexError, TemplateError) as error:
             failures += 1
             print(f"FAIL {rule} reports {label}: {error!r}")
@@ -517,17 +536,21 @@ def self_test(template: dict, metrics_text: str) -> int:
 
 def main() -> int:
     args = sys.argv[1:]
-    metrics_text = METRICS_RS.read_text()
+    try:
+        facts = code_facts.load()
+    except code_facts.FactsError as error:
+        print(f"alarms: {error}")
+        return 1
     if args == ["--self-test"]:
-        return self_test(load(ROOT / "template.yaml"), metrics_text)
+        return self_test(load(ROOT / "template.yaml"), facts)
     if len(args) != 1:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    found = problems(load(Path(args[0])), metrics_text)
+    found = problems(load(Path(args[0])), facts)
     for rule, message in found:
         print(f"alarms: {rule}: {message}")
-    emitted, _ = code_metrics(metrics_text)
-    print(f"alarms: {len(emitted)} metrics in metrics.rs: {len(found)} problem(s)")
+    emitted, _ = code_metrics(facts)
+    print(f"alarms: {len(emitted)} metrics in {code_facts.FACTS}: {len(found)} problem(s)")
     return 1 if found else 0
 
 

@@ -44,9 +44,9 @@
 # 9. retry_bounds (+ self-test)     every retrier's worst case from its parameters: the
 #                                   wait's pauses capped and jittered, transient retries bounded
 # 10. function_time_budget (+ self-test)  each function's worst case of SDK time (timeouts,
-#                                   attempts and backoff from the Rust source; one round of
+#                                   attempts and backoff from contract/code-facts.json; one round of
 #                                   acquire, the deadline guard cutting later ones) plus
-#                                   margins fits its Lambda Timeout; the guards are in place
+#                                   margins fits its Lambda Timeout
 # 11. asl_substitutions              ${...} in statemachine/*.asl.json match
 #                                   DefinitionSubstitutions; asl-validator passes
 # 12. asl_variants (+ self-test)    skip-if-running.asl.json is locked-workflow.asl.json but
@@ -60,12 +60,12 @@
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region
 # 14. function_permissions (+ self-test)  each lock function's dynamodb: grants are exactly
-#                                   the DynamoDB calls its code reaches (action and table or
-#                                   index ARN, from the Rust source), and every call is reached;
-#                                   with LockStore s3 and ssm, exactly that store's grants (and
-#                                   every call of s3.rs / ssm.rs allowed); the sweep's entry points
-#                                   include the reconciler's (reconcile.rs: list_held,
-#                                   queues_to_wake, wake_queue)
+#                                   the DynamoDB calls it is recorded making (action and table or
+#                                   index ARN; contract/code-facts.json, operations, which
+#                                   tests/suite/operations keeps true); with LockStore s3 and
+#                                   ssm, exactly that store's grants, every call recorded on them
+#                                   allowed, every grant called; the sweep's calls include the
+#                                   reconciler's (its Scan)
 # 15. cfn-guard schedule            guard/schedule.guard: the skip-if-running schedule bounds
 #                                   its retries, passes the scheduled time, and may only start
 #                                   that state machine; the reconciler's (ReconcileSchedule,
@@ -77,7 +77,7 @@
 #                                   DynamoDB only), and the S3 lock bucket's settings
 # 17. alarms (+ self-test)          every metric the alarms and the dashboard read in the
 #                                   functions' METRICS_NAMESPACE (one per stack) is one
-#                                   crates/sfn-lock/src/metrics.rs emits, in its unit, or the
+#                                   the code emits (contract/code-facts.json), in its unit, or the
 #                                   state machine logs' count of Succeed And Leave Lock To
 #                                   Cleanup; the alarms' thresholds, topic and Alarms condition
 # 18. partition (+ self-test)       every ARN in the template and statemachine/*.asl.json takes

@@ -2,12 +2,12 @@
 
 Why Python, not a tool: each rule holds for every LockStore value on the template as that
 value deploys it (conditions decided, !If branches taken: cfn_template.specialize), and
-the URL must parse as store_url.rs reads it; cfn-guard and cfn-lint see one undecided
+the URL must parse as the library's StoreUrl reads it; cfn-guard and cfn-lint see one undecided
 template. The bucket's settings alone could be Guard rules; they stay beside the URL
 they are tied to (the lifecycle prefix is the URL's).
 
-The functions keep their locks where LOCK_STORE_URL says (crates/sfn-lock/src/
-store_url.rs): dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH. The template
+The functions keep their locks where LOCK_STORE_URL says (the library's
+StoreUrl): dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH. The template
 chooses the store by its LockStore parameter, through the Conditions UseDynamoDbStore,
 UseS3Store and UseSsmStore. For each value LockStore allows, this check takes the
 template as CloudFormation deploys it with that value (cfn_template.specialize: the
@@ -19,7 +19,7 @@ url           every lock function (acquire-lock, release-lock, release-execution
               has LOCK_STORE_URL, all three the same, and it is the store's URL as
               written below: the scheme of the chosen store, naming the store's own
               resource (the table, the bucket with the locks/ prefix, the stack's
-              parameter path), in a form store_url.rs accepts. LOCK_TABLE_NAME, the
+              parameter path), in a form StoreUrl::parse accepts. LOCK_TABLE_NAME, the
               older setting, is !Ref LockTable with DynamoDB and absent otherwise
               (the code refuses two different stores). The LockStoreUrl output, if
               any, is the same URL.
@@ -76,7 +76,7 @@ STORES: dict[str, tuple[str, dict[str, str]]] = {
 # The one store with a queue: the queued workflow needs it.
 QUEUE_STORE = "dynamodb"
 QUEUE_RESOURCES = ("QueuedWorkflowStateMachine", "QueuedWorkflowLogGroup")
-# What a deployment substitutes, to try the URL on store_url.rs's rules.
+# What a deployment substitutes, to try the URL on StoreUrl::parse's rules.
 SAMPLE = {"${LockTable}": "sfn-lock-LockTable-1ABC", "${LockBucket}": "sfn-lock-lockbucket-1abc",
           "${AWS::StackName}": "sfn-lock"}
 DAY = 86_400
@@ -94,7 +94,7 @@ def _text(value: Any) -> str:
 
 
 def parse_url(url: str) -> tuple[str, str] | str:
-    """(scheme, rest) if store_url.rs's StoreUrl::parse accepts `url`, else why not."""
+    """(scheme, rest) if StoreUrl::parse accepts `url`, else why not (its rules, restated)."""
     scheme, separator, rest = url.strip().partition("://")
     if not separator:
         return "no SCHEME://"
@@ -161,7 +161,7 @@ def url_problems(template: dict, store: str) -> list[Problem]:
             sample = sample.replace(placeholder, value)
         parsed = parse_url(sample)
         if isinstance(parsed, str):
-            found.append(("url", f"{URL_ENV} {url!r} ({sample!r} when deployed): store_url.rs refuses it: {parsed}"))
+            found.append(("url", f"{URL_ENV} {url!r} ({sample!r} when deployed): StoreUrl::parse refuses it: {parsed}"))
         elif parsed[0] != store:
             found.append(("url", f"{URL_ENV} {url!r} is a {parsed[0]} store, not {store}"))
     output = ((template.get("Outputs", {}) or {}).get("LockStoreUrl", {}) or {}).get("Value")

@@ -17,8 +17,8 @@ max-run-covers-workload   WorkloadMaxRunSeconds' default is at least every timeo
                           sample function can have, and its range reaches 900 (any
                           Lambda function's longest run).
 lease-cap                 MaxLeaseSeconds admits "" and exactly the integers
-                          1..31536000 (the contract's longest lease, MAX_LEASE_SECONDS
-                          of crates/sfn-lock/src/model.rs); acquire-lock's
+                          1..31536000 (the contract's longest lease, limits.max_lease_seconds
+                          of contract/code-facts.json); acquire-lock's
                           MAX_LEASE_SECONDS is absent (AWS::NoValue) when it is "",
                           so that the leases `sfn-lock wrap` output asks for (from
                           the user's own timeouts) are granted on a default stack,
@@ -53,6 +53,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import code_facts  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
 SQS_MAX_DELAY_SECONDS = 900
@@ -61,13 +64,12 @@ CHECKED_PARAMETERS = ["WorkloadTimeoutSeconds", "TargetTimeoutSeconds", "Workloa
 
 
 def contract_max_lease() -> int:
-    """MAX_LEASE_SECONDS as crates/sfn-lock/src/model.rs defines it: the longest lease
-    acquire-lock accepts when its environment sets no cap."""
-    source = (ROOT / "crates/sfn-lock/src/model.rs").read_text()
-    found = re.findall(r"pub\s+const\s+MAX_LEASE_SECONDS\s*:\s*u32\s*=\s*([0-9_]+)\s*;", source)
-    if len(found) != 1:
-        raise SystemExit("parameter_orderings: cannot read MAX_LEASE_SECONDS from model.rs")
-    return int(found[0].replace("_", ""))
+    """MAX_LEASE_SECONDS, the longest lease acquire-lock accepts when its environment
+    sets no cap, from contract/code-facts.json (kept equal to the code by a Rust test)."""
+    try:
+        return int(code_facts.get(code_facts.load(), "limits", "max_lease_seconds"))
+    except code_facts.FactsError as error:
+        raise SystemExit(f"parameter_orderings: {error}") from None
 
 
 ACQUIRE_MAX_LEASE_SECONDS = contract_max_lease()  # 31536000: acquire-lock's leaseSeconds rule (README)
@@ -315,18 +317,16 @@ def cleanup_delay(template: dict, definitions: Callable[[str], str]) -> list[str
 
 # Lambda's Init phase (LAMBDA_INIT_SECONDS, outside the function timeout) plus the
 # acquire function's Timeout: an acquire in flight when its execution ended has landed
-# by then, and its grant time is at most that after the end (LATE_ACQUIRE_SECONDS in
-# crates/sfn-lock/src/sweep_policy.rs is 30).
-LATE_ACQUIRE_SECONDS = 30
-
-
+# by then, and its grant time is at most that after the end (the sweep's
+# LATE_ACQUIRE_SECONDS, limits.late_acquire_seconds of contract/code-facts.json).
 def late_acquire_seconds() -> int:
-    """LATE_ACQUIRE_SECONDS as crates/sfn-lock/src/sweep_policy.rs defines it."""
-    source = (Path(__file__).resolve().parents[2] / "crates/sfn-lock/src/sweep_policy.rs").read_text()
-    found = re.findall(r"const\s+LATE_ACQUIRE_SECONDS\s*:\s*u32\s*=\s*([0-9_]+)\s*;", source)
-    if len(found) != 1:
-        raise SystemExit("parameter_orderings: cannot read LATE_ACQUIRE_SECONDS from sweep_policy.rs")
-    return int(found[0].replace("_", ""))
+    try:
+        return int(code_facts.get(code_facts.load(), "limits", "late_acquire_seconds"))
+    except code_facts.FactsError as error:
+        raise SystemExit(f"parameter_orderings: {error}") from None
+
+
+LATE_ACQUIRE_SECONDS = late_acquire_seconds()
 
 
 def sweep_grace_covers_late_acquire(template: dict, definitions: Callable[[str], str]) -> list[str]:

@@ -12,8 +12,9 @@
   swept (an ended queued execution may also have left a queue entry): the rule's
   stateMachineArn list, SWEPT_STATE_MACHINE_ARNS and the DescribeExecution
   grant each name it.
-- The function gets the settings the code reads (crates/sfn-lock/src/sweep_policy.rs,
-  lambda.rs) and the calls it makes are allowed: DescribeExecution (every end
+- The function gets the settings the code reads (ENV, each one the sweep's code reads:
+  environment.release-execution-locks of contract/code-facts.json, which a Rust
+  test keeps true) and the calls it makes are allowed: DescribeExecution (every end
   is confirmed), SendMessage on the cleanup queue (early events go back).
 
 All of this holds for every lock store (LockStore): each value LockStore allows
@@ -33,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import code_facts
 from cfn_template import TemplateError, load, specialize
 
 # The documented ABORTED example (Step Functions' EventBridge integration page).
@@ -55,9 +57,9 @@ ENV = {"LOCK_STORE_URL", "SWEPT_STATE_MACHINE_ARNS", "SWEEP_GRACE_SECONDS", "CLE
 # stop_execution for the attach child, under HasTargetStateMachine).
 SWEEP_ACTIONS = {"states:DescribeExecution", "sqs:SendMessage"}
 # What each lock function's store calls at least, per LockStore (function_permissions.py
-# holds the exact sets): dynamodb.rs's update_item, and the sweep's query of the owner
-# index; s3.rs's get_object and put_object, and the sweep's list_objects_v2;
-# ssm.rs's get_parameter and put_parameter, and the sweep's get_parameters_by_path.
+# holds the exact sets, from the operations each function is recorded calling):
+# UpdateItem, and the sweep's Query of the owner index; GetObject and PutObject, and
+# the sweep's ListObjectsV2; GetParameter and PutParameter, and GetParametersByPath.
 STORE_CALLS = {
     "dynamodb": {"AcquireLockFunction": {"dynamodb:UpdateItem"}, "ReleaseLockFunction": {"dynamodb:UpdateItem"},
                  "ReleaseExecutionLocksFunction": {"dynamodb:Query", "dynamodb:UpdateItem"}},
@@ -218,6 +220,9 @@ def store_problems(template: dict[str, Any], store: str) -> list[str]:
     missing = ENV - set(function["Environment"]["Variables"])
     if missing:
         found.append(f"the sweep function lacks {sorted(missing)}")
+    unread = ENV - set(code_facts.get(code_facts.load(), "environment", "release-execution-locks"))
+    if unread:
+        found.append(f"the sweep's code no longer reads {sorted(unread)} ({code_facts.FACTS})")
     granted = set()
     for policy in function["Policies"]:
         for statement in policy.get("Statement", []):

@@ -74,7 +74,7 @@ lease-is-bound-sum     every acquire passes leaseSeconds.$ (never a fixed leaseS
                        placeholder + ${LeaseMarginSeconds}, as read from that same
                        definition.
 lease-within-contract  every lease, at every accepted value, is within 1..31536000
-                       (MAX_LEASE_SECONDS of crates/sfn-lock/src/model.rs).
+                       (limits.max_lease_seconds of contract/code-facts.json).
 margin-covers-retries  LeaseMarginSeconds' smallest accepted value covers the retry
                        pauses between the grant and the held path (the retriers of the
                        workload state, of every state in its branch, and of the states

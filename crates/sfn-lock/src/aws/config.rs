@@ -38,17 +38,27 @@ pub async fn try_sdk_config() -> Result<aws_config::SdkConfig, LockError> {
 }
 
 async fn sdk_config_with(http_client: SharedHttpClient) -> aws_config::SdkConfig {
-    let timeouts = TimeoutConfig::builder()
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http_client)
+        .timeout_config(timeout_config())
+        .retry_config(retry_config())
+        .load()
+        .await
+}
+
+/// Every client's timeouts: a named function, so that the time budget's
+/// facts (contract/code-facts.json) are read from what the clients get.
+pub(crate) fn timeout_config() -> TimeoutConfig {
+    TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(1))
         .operation_attempt_timeout(Duration::from_secs(2))
         .operation_timeout(Duration::from_secs(4))
-        .build();
-    aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http_client)
-        .timeout_config(timeouts)
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .load()
-        .await
+        .build()
+}
+
+/// Every client's retries but the waker's ([`waker_client`]).
+pub(crate) fn retry_config() -> RetryConfig {
+    RetryConfig::standard().with_max_attempts(3)
 }
 
 /// The Step Functions client that wakes queued waiters: no SDK retries;

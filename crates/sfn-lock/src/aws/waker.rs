@@ -29,8 +29,8 @@ const CLOSED_TASK_ERRORS: &[&str] = &["TaskTimedOut", "TaskDoesNotExist", "Inval
 /// Answers that say the call was not processed: safe to repeat as they are.
 const NOT_PROCESSED_ERRORS: &[&str] = &["ThrottlingException", "KmsThrottlingException"];
 /// Attempts per wake-up, and the pause before each repeat.
-const WAKE_ATTEMPTS: u32 = 2;
-const WAKE_PAUSE: Duration = Duration::from_millis(100);
+pub(crate) const WAKE_ATTEMPTS: u32 = 2;
+pub(crate) const WAKE_PAUSE: Duration = Duration::from_millis(100);
 
 impl Wake for SfnWaker {
     fn wake<'a>(&'a self, token: &'a str, output: String) -> WakeFuture<'a> {

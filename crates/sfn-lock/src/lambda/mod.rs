@@ -2,6 +2,8 @@
 //! built once at cold start from its environment (`settings`), its logging,
 //! and the three handlers.
 
+#[cfg(test)]
+mod contract_facts;
 mod logging;
 mod settings;
 
@@ -129,6 +131,9 @@ pub fn waker_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sfn::Client {
     crate::aws::config::waker_client(sdk)
 }
 
+/// Where the sweep sends an event that came too early back to (optional).
+pub(crate) const CLEANUP_QUEUE_URL: &str = "CLEANUP_QUEUE_URL";
+
 /// The cleanup function's state: the sweep, and the metrics of what it frees.
 pub struct SweepFunction {
     pub sweeper: Sweeper<AnyStore, StepFunctions, SqsRequeue>,
@@ -149,7 +154,7 @@ pub async fn sweeper_from_env() -> ConfiguredSweeper {
     let sdk = sdk_setup::try_sdk_config()
         .await
         .inspect_err(log_misconfiguration)?;
-    let requeue = lookup("CLEANUP_QUEUE_URL")
+    let requeue = lookup(CLEANUP_QUEUE_URL)
         .filter(|url| !url.trim().is_empty())
         .map(|url| SqsRequeue::new(aws_sdk_sqs::Client::new(&sdk), url));
     let sweeper = Sweeper {

@@ -22,7 +22,7 @@ pub(crate) fn time_left() -> Option<Duration> {
 }
 
 /// Time kept back from the invocation's deadline to answer in.
-const ANSWER_MARGIN: Duration = Duration::from_millis(500);
+pub(crate) const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 
 /// Runs `work` but answers `LockStoreUnavailable` before the Lambda timeout
 /// would: the SDK's timeouts times its attempts (times acquire's rounds) may

@@ -28,6 +28,7 @@ mod max_lease;
 mod metrics;
 mod misconfigured;
 mod model;
+mod operations;
 mod owner_index;
 mod queue;
 mod queue_faults;

@@ -28,7 +28,7 @@ use sfn_lock::{
 const GRACE: u32 = 60;
 
 /// A new, empty lock table, created as template.yaml creates it.
-async fn fresh_table() -> String {
+pub(crate) async fn fresh_table() -> String {
     let name = unique("reconcile");
     let key = |attribute: &str| {
         KeySchemaElement::builder()

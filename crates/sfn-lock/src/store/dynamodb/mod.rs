@@ -26,8 +26,12 @@ mod waiters;
 mod wakes;
 
 pub use grant::{GRANT, GRANT_CONDITION, RELEASE, RELEASE_CONDITION};
+#[cfg(test)]
+pub(crate) use handoff::MAX_HAND_OFFS;
 pub use permits::HOLDER_COUNT;
 pub use queue::QUEUE_LENGTH;
+#[cfg(test)]
+pub(crate) use table::MAX_ACQUIRE_ROUNDS;
 pub use table::{
     DynamoStore, ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, LOCK_NAME, OWNER, OWNER_INDEX,
     OWNER_QUERY_PAGE_SIZE, RELEASED_BY, RELEASED_TOKEN, RELEASE_ID, TTL, TTL_GRACE_SECONDS,
