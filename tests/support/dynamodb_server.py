@@ -15,7 +15,7 @@ ahead of the host's: the LastModifiedDate of the parameters written from then
 on, and the Date header of SSM's answers. A test puts it back to 0 when done
 (moving back only delays the SSM store's deletions), so that later tests, the
 CLI's clock check among them, see SSM's clock as the host's. The SSM store
-judges time by these alone (`service_clock.rs`), so a test makes minutes of
+judges time by these alone (`aws/service_clock.rs`), so a test makes minutes of
 service time pass at once: a stalled writer, generations old enough to delete.
 Only SSM sees it: DynamoDB, S3 and SQS keep the host's clock.
 

@@ -126,7 +126,7 @@ pub trait LockStore: Send + Sync {
     }
 
     /// Reclaims the storage of up to `max` locks nobody uses any more (the
-    /// SSM store: `ssm_reclaim.rs`); the reconciler's third step. A store
+    /// SSM store: `store/document/ssm/reclaim.rs`); the reconciler's third step. A store
     /// whose idle locks cost nothing does nothing (the default).
     fn reclaim_idle(
         &self,

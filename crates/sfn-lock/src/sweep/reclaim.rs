@@ -1,6 +1,6 @@
 //! The reconciler's last step: reclaim the storage of locks nobody changes
 //! (`LockStore::reclaim_idle`; on SSM a lock unchanged for seven minutes is
-//! trimmed to its newest generation and `current`, `ssm_reclaim.rs`; the
+//! trimmed to its newest generation and `current`, `store/document/ssm/reclaim.rs`; the
 //! other stores keep nothing per idle lock that costs). It gets what is left
 //! of the run's time; work cut short is safe (deletions the next pass repeats).
 

@@ -21,7 +21,7 @@
 //!    [`MAX_RECONCILE_QUEUES`]) with `LockStore::wake_queue`: what a release
 //!    would have done for it;
 //! 3. trims the storage of up to [`MAX_RECONCILE_RECLAIMS`] locks nobody
-//!    changes (`LockStore::reclaim_idle`: SSM's, `ssm_reclaim.rs`);
+//!    changes (`LockStore::reclaim_idle`: SSM's, `store/document/ssm/reclaim.rs`);
 //! 4. reports what it did ([`ReconcileReport`]); a run cut short by its
 //!    budget says `truncated`, and the next run goes on.
 //!
@@ -69,7 +69,7 @@ pub struct ReconcileLimits {
     pub locks: usize,
     pub describes: usize,
     pub queues: usize,
-    /// Locks reclaimed a step of (`reconcile_reclaim.rs`).
+    /// Locks reclaimed a step of (`sweep/reclaim.rs`).
     pub reclaims: usize,
 }
 
@@ -167,7 +167,7 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
         };
         let mut report = ReconcileReport::default();
 
-        // Unpaced (listing_pace.rs): bounded by `limits.locks`, it must end
+        // Unpaced (ports/listing_pace.rs): bounded by `limits.locks`, it must end
         // within the budget below, which an SSM listing at 5 requests a
         // second would not for more than about 50 locks.
         let listed = match left(locks_deadline) {

@@ -10,7 +10,7 @@ use super::fates::Fate;
 use super::run::{Failure, Run};
 use super::stores::Kind;
 
-/// Trimmed after 7 minutes unchanged (`ssm_reclaim.rs`); one more for room.
+/// Trimmed after 7 minutes unchanged (`store/document/ssm/reclaim.rs`); one more for room.
 const AFTER_RUN_MS: i64 = 8 * 60_000;
 /// An idle lock keeps its newest generation and `current`.
 const IDLE_LOCK_PARAMETERS: usize = 2;

@@ -10,7 +10,7 @@ use super::ports::MACHINE;
 use super::run::{Failure, Run, RECONCILER};
 use super::stores::Kind;
 
-/// The condition of DynamoDB's queue-entry removal (`dynamodb_queue.rs`);
+/// The condition of DynamoDB's queue-entry removal (`store/dynamodb/queue.rs`);
 /// a hand-off's conditions contain it too, among more.
 const DROP_ENTRY: &str = "#entry = :seq";
 

@@ -114,7 +114,7 @@ pub trait Documents: Send + Sync {
     ) -> impl Future<Output = Result<(Vec<LockName>, bool), StoreError>> + Send;
 
     /// Waits, if this store must, before each read of the operators'
-    /// listing: on SSM it shares the locks' own throughput (`listing_pace.rs`).
+    /// listing: on SSM it shares the locks' own throughput (`ports/listing_pace.rs`).
     fn before_listing_read(&self) -> impl Future<Output = ()> + Send {
         std::future::ready(())
     }

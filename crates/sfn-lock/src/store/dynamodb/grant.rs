@@ -13,7 +13,7 @@ use crate::vocab::error::StoreError;
 use crate::vocab::model::{EpochMillis, LockName, Owner, ReleaseOutcome};
 
 /// GRANT's assignments; the write that removes expired permits and grants a
-/// mutex in the same stroke (`dynamodb_permit_writes.rs`) makes the same ones.
+/// mutex in the same stroke (`store/dynamodb/permit_writes.rs`) makes the same ones.
 macro_rules! grant_assignments {
     () => {
         "#owner = :owner, #acquiredAt = :acquiredAt, #expiresAt = :expiresAt, #ttl = :ttl, \
@@ -34,14 +34,14 @@ pub(crate) use grant_assignments;
 pub const GRANT: &str = concat!("SET ", grant_assignments!(), " REMOVE #wake");
 /// Room for a mutex grant: no live holder. A semaphore's permits block it,
 /// expired or not: an acquire that finds only expired ones removes them first
-/// (`dynamodb_permits.rs`).
+/// (`store/dynamodb/permits.rs`).
 macro_rules! mutex_room {
     () => {
         "(attribute_not_exists(#owner) OR #expiresAt < :now) \
          AND (attribute_not_exists(#holderCount) OR #holderCount = :zero)"
     };
 }
-/// Nobody waits in the lock's queue (`dynamodb_queue.rs`): a new acquire
+/// Nobody waits in the lock's queue (`store/dynamodb/queue.rs`): a new acquire
 /// never overtakes a waiter; only a hand-off grants while some wait.
 macro_rules! queue_empty {
     () => {
@@ -53,7 +53,7 @@ pub const GRANT_CONDITION: &str = concat!(mutex_room!(), " AND ", queue_empty!()
 /// A hand-off: GRANT for the waiter at the head of the queue, which leaves it,
 /// and the marker of an unconfirmed wake-up (`wake:<id>`, the same id), which
 /// tells a retry of this very write, and any later pump, that this waiter is
-/// owed its `SendTaskSuccess` (`dynamodb_handoff.rs`).
+/// owed its `SendTaskSuccess` (`store/dynamodb/handoff.rs`).
 const HAND_OFF: &str = concat!(
     "SET ",
     grant_assignments!(),

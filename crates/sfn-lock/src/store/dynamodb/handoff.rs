@@ -4,7 +4,7 @@
 //! then `SendTaskSuccess` wakes it with its grant, and a second write removes
 //! the marker. A marker left behind (the answer lost, the call cut short,
 //! the wake-up throttled) is sent again by the next pump
-//! (`dynamodb_wakes.rs`), so no handed waiter sleeps on a free lock.
+//! (`store/dynamodb/wakes.rs`), so no handed waiter sleeps on a free lock.
 
 use std::time::Duration;
 

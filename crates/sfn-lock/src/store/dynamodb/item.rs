@@ -1,4 +1,4 @@
-//! The lock item's values, as `dynamodb.rs` writes them and reads them back.
+//! The lock item's values, as `store/dynamodb/grant.rs` writes them and reads them back.
 //! A missing or malformed attribute is `LockStoreMisconfigured`: the table is
 //! shared with something else, or written by hand.
 

@@ -60,7 +60,7 @@ const HAND_OFF_PERMIT_CONDITION: &str = concat!(permit_room!(), " AND #entry = :
 /// path would fail as an invalid path, not as a failed condition, if the
 /// permit were gone, and DynamoDB does not document which it checks first.
 const RENEW_PERMIT: &str = "SET #permit = :permit, #ttl = :ttl";
-/// As RENEW_CONDITION (`dynamodb_renew.rs`): live, and its expiry as read.
+/// As RENEW_CONDITION (`store/dynamodb/renew.rs`): live, and its expiry as read.
 const RENEW_PERMIT_CONDITION: &str = "#token = :fencingToken \
      AND #permit.#expiresAt >= :now AND #permit.#expiresAt = :heldUntil";
 

@@ -15,7 +15,7 @@ use crate::vocab::model::{AcquireOutcome, EpochMillis, LockName, Owner};
 /// from a clock behind (a retried task whose first attempt ran on) must not
 /// cut short the lease its holder was told. Always changed: a hand-off takes
 /// back only its grant unrenewed, known by the expiry it wrote
-/// (`dynamodb_handoff.rs`). The expiry as read makes the write a
+/// (`store/dynamodb/handoff.rs`). The expiry as read makes the write a
 /// compare-and-swap, so two renewals never undo each other.
 const RENEW: &str = "SET #expiresAt = :expiresAt, #ttl = :ttl";
 const RENEW_CONDITION: &str = "#owner = :owner AND #fencingToken = :fencingToken \

@@ -1,6 +1,6 @@
 //! [`LockStore`] on DynamoDB: which writes an acquire or a release makes, in
-//! which order. The writes and their conditions are in `dynamodb.rs` (the
-//! mutex) and `dynamodb_permit_writes.rs` (a semaphore's permits).
+//! which order. The writes and their conditions are in `store/dynamodb/grant.rs` (the
+//! mutex) and `store/dynamodb/permit_writes.rs` (a semaphore's permits).
 
 use crate::aws::errors::classify;
 use crate::ports::store::LockStore;

@@ -1,7 +1,7 @@
 //! The SSM store's calls: create or overwrite a parameter, find the newest
 //! generation (probe ahead of the hint, or list), delete old generations.
 //! Each generation found comes with its `LastModifiedDate` and each create
-//! with its answer's `Date`: the service's clock (`service_clock.rs`).
+//! with its answer's `Date`: the service's clock (`aws/service_clock.rs`).
 
 use aws_sdk_ssm::error::ProvideErrorMetadata;
 use aws_sdk_ssm::types::{Parameter, ParameterTier, ParameterType};

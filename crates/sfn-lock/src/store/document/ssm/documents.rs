@@ -105,7 +105,7 @@ impl Documents for SsmDocuments {
     /// `GetParametersByPath` under the path, recursive: every lock's
     /// generations and hint (10 a page), one name per lock folder; the
     /// `.owners` folder and names that are not encoded lock names are passed
-    /// over. Paced with the reads after it (`listing_pace.rs`): a listing
+    /// over. Paced with the reads after it (`ports/listing_pace.rs`): a listing
     /// of thousands of locks must not take the locks' own throughput.
     async fn names(&self, max: usize) -> Result<(Vec<LockName>, bool), StoreError> {
         let mut names = std::collections::BTreeSet::new();

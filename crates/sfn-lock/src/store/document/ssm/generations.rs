@@ -2,7 +2,7 @@
 //! generations a writer may delete, and the envelope each generation's
 //! parameter holds (the lock's document plus that bookkeeping).
 //!
-//! Every time here is the service's own (`service_clock.rs`): a parameter's
+//! Every time here is the service's own (`aws/service_clock.rs`): a parameter's
 //! `LastModifiedDate` and the `Date` of an answer. No caller's clock or delay
 //! decides a deletion.
 //!
@@ -55,7 +55,7 @@ pub struct Envelope {
     /// The `Date` of the read its writer decided on: a generation whose
     /// `LastModifiedDate` is later than the write window after it landed late,
     /// perhaps beside the chain, and is trusted only after a listing
-    /// (`ssm_read.rs`). Absent in generations written before it was kept.
+    /// (`store/document/ssm/read.rs`). Absent in generations written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_at: Option<i64>,
 }

@@ -12,7 +12,7 @@
 //! exists, so a listing that finds nothing newer than a hint whose
 //! generation is gone missed some (SSM documents that a page may hold fewer
 //! items than exist): the read is then `LockStoreUnavailable`. The newest
-//! generation is never deleted, not even by the reclaim (`ssm_reclaim.rs`).
+//! generation is never deleted, not even by the reclaim (`store/document/ssm/reclaim.rs`).
 
 use aws_sdk_ssm::error::ProvideErrorMetadata;
 

@@ -11,7 +11,7 @@
 //! goes, found by listing the lock's folder. The newest and `current` stay:
 //! two parameters per idle lock name, whoever holds it.
 //!
-//! Why this is safe: the deletion rule (`ssm_generations.rs`) lets a
+//! Why this is safe: the deletion rule (`store/document/ssm/generations.rs`) lets a
 //! generation go once a newer one existed more than five minutes before the
 //! deleting read, and the newest generation existed at its
 //! `LastModifiedDate`, more than that before this read. A writer that read

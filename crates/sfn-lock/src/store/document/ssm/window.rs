@@ -31,7 +31,7 @@ pub(crate) fn no_date(call: &str) -> StoreError {
 /// its change is not answered for (`false`: the caller decides again from a
 /// fresh read, which finds the chain with this change or without it; a read
 /// never takes a late generation as the newest without a listing,
-/// `ssm_read.rs`). No `Date` is `LockStoreMisconfigured`.
+/// `store/document/ssm/read.rs`). No `Date` is `LockStoreMisconfigured`.
 pub(crate) fn within_window(
     lock_name: &LockName,
     read: &SsmRead,
