@@ -188,7 +188,7 @@ impl<S: LockStore> Locker<S> {
                         "the store refused a grant and named no live holder".into(),
                     ))
                 })?;
-                let limit = contention.limit;
+                let limit = contention.limit.get();
                 match request.wait {
                     Some(wait) if wait.has_run_out(now) => {
                         warn!(

@@ -5,6 +5,7 @@
 pub(crate) mod answer;
 pub(crate) mod deadline;
 pub(crate) mod error;
+pub(crate) mod limits;
 pub(crate) mod model;
 pub(crate) mod request;
 pub(crate) mod task_token;

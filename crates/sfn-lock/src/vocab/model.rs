@@ -1,11 +1,11 @@
 //! The lock's vocabulary, independent of any store.
 
 use crate::vocab::error::LockError;
+use crate::vocab::limits::Limit;
+pub use crate::vocab::limits::MAX_LEASE_SECONDS;
 pub use crate::vocab::time::EpochMillis;
 use std::fmt;
 
-/// The longest lease: a Standard execution's one-year maximum duration.
-pub const MAX_LEASE_SECONDS: u32 = 31_536_000;
 pub const MAX_LOCK_NAME_BYTES: usize = 1024;
 const MAX_OWNER_BYTES: usize = 2048;
 
@@ -126,7 +126,7 @@ impl Holder {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contention {
     /// The limit the caller asked for.
-    pub limit: u32,
+    pub limit: Limit,
     /// The live holders, the one whose lease ends first first; never empty.
     pub holders: Vec<Holder>,
 }

@@ -55,7 +55,7 @@ async fn contention_names_the_live_holder_and_its_expiry(store: AnyStore, _: &st
     let AcquireOutcome::Held(contention) = refused else {
         panic!("expected contention, got {refused:?}");
     };
-    assert_eq!(contention.limit, 1);
+    assert_eq!(contention.limit.get(), 1);
     assert_eq!(contention.holders.len(), 1);
     assert_eq!(contention.holders[0].owner, "arn:holder");
     assert_eq!(contention.holders[0].fencing_token, held.fencing_token);

@@ -82,7 +82,7 @@ async fn limit_three_admits_three_with_rising_tokens_then_names_all_three() {
         "contention is answered by the failed write"
     );
     let contention = held(outcome);
-    assert_eq!(contention.limit, 3);
+    assert_eq!(contention.limit.get(), 3);
     let holders: Vec<&str> = contention
         .holders
         .iter()

@@ -117,7 +117,7 @@ impl Case {
             let mut holders: Vec<Holder> =
                 live_holders.into_iter().map(|h| self.holder(h)).collect();
             by_expiry(&mut holders);
-            let limit = self.limit.get();
+            let limit = self.limit;
             return AcquireOutcome::Held(Contention { limit, holders });
         }
         // GRANT / GRANT_PERMIT fails here; the mutex overwrites an expired

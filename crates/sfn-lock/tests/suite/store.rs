@@ -74,7 +74,7 @@ async fn contention_names_the_holder_from_the_failed_write_itself() {
     );
     match outcome {
         AcquireOutcome::Held(contention) => {
-            assert_eq!(contention.limit, 1);
+            assert_eq!(contention.limit.get(), 1);
             assert_eq!(contention.holders.len(), 1);
             let found = &contention.holders[0];
             assert_eq!(found.owner, "arn:exec:holder");

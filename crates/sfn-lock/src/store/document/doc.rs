@@ -139,10 +139,7 @@ pub fn decide_acquire(
                 last_release: last_release.clone(),
             })
             .collect();
-        return AcquireStep::Held(Contention {
-            limit: limit.get(),
-            holders,
-        });
+        return AcquireStep::Held(Contention { limit, holders });
     }
     // Expired holders (the caller's own included) lose their permits now.
     next.holders

@@ -93,10 +93,7 @@ impl DynamoStore {
                         continue;
                     };
                     let holders = live_holders(&item, now)?;
-                    let contention = Contention {
-                        limit: limit.get(),
-                        holders,
-                    };
+                    let contention = Contention { limit, holders };
                     match self
                         .refused(lock_name, owner, limit, contention, queue, now)
                         .await?

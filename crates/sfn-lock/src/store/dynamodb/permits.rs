@@ -240,7 +240,7 @@ pub(crate) fn decide(
                     expires_at: holder.expires_at,
                 },
                 false => Decision::Held(Contention {
-                    limit: limit.get(),
+                    limit,
                     holders: vec![holder],
                 }),
             });
@@ -263,7 +263,7 @@ pub(crate) fn decide(
     if live.len() >= limit.get() as usize {
         live.sort_by_key(|permit| permit.holder.expires_at);
         return Ok(Decision::Held(Contention {
-            limit: limit.get(),
+            limit,
             holders: live.into_iter().map(|permit| permit.holder).collect(),
         }));
     }

@@ -20,7 +20,10 @@ fn accepts_a_minimal_and_a_full_event() {
         "waitStartedAt": "2026-11-30T10:00:00Z", "maxWaitSeconds": 30,
     }))
     .unwrap();
-    assert_eq!(full.lease_seconds, Some(LeaseSeconds(60)));
+    assert_eq!(
+        full.lease_seconds,
+        LeaseSeconds::new("leaseSeconds", 60).ok()
+    );
     let wait = full.wait.unwrap();
     assert!(!wait.has_run_out(wait.started_at.plus_seconds(29)));
     assert!(wait.has_run_out(wait.started_at.plus_seconds(30)));
