@@ -200,7 +200,8 @@ pub fn check(modules: &BTreeMap<String, Module>) -> Vec<Violation> {
                 ));
                 continue;
             }
-            if let Some(store) = store_of(to) {
+            let inside_store = module.path.starts_with("store::");
+            if let Some(store) = store_of(to).filter(|_| inside_store) {
                 let own = store_of(&module.path);
                 let free = MAY_NAME_EVERY_STORE.iter().any(|m| module.path == *m);
                 if own != Some(store) && !free {
