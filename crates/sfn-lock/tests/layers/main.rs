@@ -94,3 +94,22 @@ fn a_planted_cycle_is_found() {
         "planted cycle {a} <-> {b} not reported"
     );
 }
+
+#[test]
+fn a_store_naming_another_store_is_found() {
+    let mut modules = library();
+    let doc = modules
+        .get_mut("store::document::doc")
+        .expect("the tree has store::document::doc");
+    doc.imports.push((
+        "crate::store::dynamodb::table::DynamoStore".into(),
+        "store::dynamodb::table".into(),
+    ));
+    let violations = check(&modules);
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.from == "store::document::doc" && v.to == "store::dynamodb::table"),
+        "planted store -> store not reported: {violations:?}"
+    );
+}
