@@ -9,3 +9,4 @@ pub(crate) mod judge;
 pub mod policy;
 pub(crate) mod reclaim;
 pub mod reconcile;
+mod wake_queues;

@@ -45,6 +45,7 @@ use crate::sweep::judge::{Handled, Judge, ReleasedLock};
 use crate::sweep::policy::SweepPolicy;
 use crate::sweep::reclaim::reclaim;
 pub use crate::sweep::reclaim::MAX_RECONCILE_RECLAIMS;
+use crate::sweep::wake_queues::{bounded, wake_queues};
 use crate::vocab::deadline::within;
 use crate::vocab::error::{LockError, StoreError};
 use crate::vocab::model::{EpochMillis, Owner};
@@ -170,17 +171,11 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
         // Unpaced (ports/listing_pace.rs): bounded by `limits.locks`, it must end
         // within the budget below, which an SSM listing at 5 requests a
         // second would not for more than about 50 locks.
-        let listed = match left(locks_deadline) {
-            Some(time) => {
-                within::<_, LockError>(time, async {
-                    Ok(unpaced(self.store.list_held(limits.locks)).await?)
-                })
-                .await?
-            }
-            None => unpaced(self.store.list_held(limits.locks))
-                .await
-                .map_err(LockError::from)?,
-        };
+        let listed = bounded(
+            left(locks_deadline),
+            unpaced(self.store.list_held(limits.locks)),
+        )
+        .await?;
         report.locks_looked_at = listed.locks.len();
         report.truncated = listed.truncated;
         let mut owners: Vec<&str> = Vec::new();
@@ -251,70 +246,10 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
             }
         }
 
-        let queues = match left(deadline) {
-            Some(time) if time.is_zero() => {
-                report.truncated = true;
-                Ok(Vec::new())
-            }
-            Some(time) => {
-                within::<_, LockError>(time, async {
-                    Ok(self.store.queues_to_wake(limits.queues, now).await?)
-                })
-                .await
-            }
-            None => self
-                .store
-                .queues_to_wake(limits.queues, now)
-                .await
-                .map_err(LockError::from),
-        };
-        let queues = match queues {
-            Ok(queues) => queues,
-            Err(error) => {
-                warn!(error = %error, decision = "failed", "reconciler: could not list the queues to wake");
-                report.failed += 1;
-                report.truncated = true;
-                Vec::new()
-            }
-        };
-        if queues.len() >= limits.queues {
-            report.truncated = true;
-        }
-        for lock_name in queues {
-            let result = match left(deadline) {
-                Some(time) if time.is_zero() => {
-                    report.truncated = true;
-                    break;
-                }
-                Some(time) => {
-                    within::<_, LockError>(time, async {
-                        Ok(self.store.wake_queue(&lock_name, now).await?)
-                    })
-                    .await
-                }
-                None => self
-                    .store
-                    .wake_queue(&lock_name, now)
-                    .await
-                    .map_err(LockError::from),
-            };
-            match result {
-                Ok(true) => {
-                    info!(lock_name = %lock_name, decision = "woken",
-                          "reconciler: handed the lock's queue what no release brought it");
-                    report.queues_woken.push(lock_name.to_string());
-                }
-                Ok(false) => {
-                    info!(lock_name = %lock_name, decision = "nothing owed",
-                          "reconciler: the lock's queue was owed nothing after all");
-                }
-                Err(error) => {
-                    warn!(lock_name = %lock_name, decision = "failed", error = %error,
-                          "reconciler: could not wake the lock's queue; the next run tries again");
-                    report.failed += 1;
-                }
-            }
-        }
+        let queues = wake_queues(&self.store, limits.queues, now, deadline).await;
+        report.queues_woken = queues.woken;
+        report.failed += queues.failed;
+        report.truncated |= queues.truncated;
         match reclaim(&self.store, limits.reclaims, left(deadline)).await {
             Ok(done) => {
                 report.truncated |= done.truncated;

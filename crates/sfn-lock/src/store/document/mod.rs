@@ -4,6 +4,7 @@
 //! (ETags) and `ssm/` (a chain of create-if-absent generations).
 
 pub mod doc;
+pub mod documents;
 #[cfg(feature = "s3")]
 pub mod s3;
 #[cfg(feature = "ssm")]

@@ -11,7 +11,8 @@ use aws_sdk_s3::Client;
 
 use crate::aws::errors::classify;
 use crate::store::document::doc::LockDoc;
-use crate::store::document::store::{DocumentStore, Documents};
+use crate::store::document::documents::Documents;
+use crate::store::document::store::DocumentStore;
 use crate::store::names::{decode_name, encode_name, owner_hash, OWNER_HASH_DIGITS};
 use crate::store::url::s3_folder;
 use crate::vocab::error::StoreError;

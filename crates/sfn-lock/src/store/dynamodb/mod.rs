@@ -21,6 +21,7 @@ mod queued;
 mod renew;
 mod store;
 mod table;
+mod take_back;
 mod view;
 mod waiters;
 mod wakes;

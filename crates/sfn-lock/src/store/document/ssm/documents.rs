@@ -5,10 +5,10 @@ use crate::aws::errors::classify;
 
 use crate::ports::listing_pace;
 use crate::store::document::doc::LockDoc;
+use crate::store::document::documents::Documents;
 use crate::store::document::ssm::markers::TOKEN_DIGITS;
 use crate::store::document::ssm::path::SsmDocuments;
 use crate::store::document::ssm::window::SsmRead;
-use crate::store::document::store::Documents;
 use crate::store::names::decode_name;
 use crate::vocab::error::StoreError;
 use crate::vocab::model::{EpochMillis, LockName, Owner};
