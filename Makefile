@@ -48,7 +48,7 @@ explore-bugs: $(VENV)/.installed
 # Mutation testing, slow and not part of `make test`: cargo-mutants over the
 # lock library with the Rust suite on the local stack (about 20 s a mutant for
 # the pure-logic files, minutes for the store files). Narrow it with e.g.
-#   make mutants MUTANTS_ARGS="-f crates/sfn-lock/src/sweep_policy.rs --cargo-test-arg=--lib"
+#   make mutants MUTANTS_ARGS="-f crates/sfn-lock/src/sweep/policy.rs --cargo-test-arg=--lib"
 # cargo-mutants cannot reach the ASL and the template: `make hand-mutants` (run
 # after it) applies the hand mutations in tests/mutants/hand_mutations.py to
 # scratch copies, each run against the cheapest test that must fail on it (a

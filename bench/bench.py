@@ -271,7 +271,7 @@ def request_goal_met(scenario: str, counted: dict) -> bool:
 
 def permit_attributes(owner: str) -> tuple[str, str]:
     """`permit:<h>` and `token:<h>`, <h> the first 32 hex digits of SHA-256(owner)
-    (crates/sfn-lock/src/dynamodb_permits.rs, permit_names)."""
+    (crates/sfn-lock/src/store/dynamodb/permits.rs, permit_names)."""
     digest = hashlib.sha256(owner.encode()).hexdigest()[:32]
     return f"permit:{digest}", f"token:{digest}"
 

@@ -1,9 +1,9 @@
 //! The physical floor under a warm invoke: the lock's conditional UpdateItem
 //! sent with the Rust SDK from a warm process, with the very client the
-//! functions build (`sfn_lock::lambda::dynamodb_client`), and nothing else.
+//! functions build (`sfn_lock::aws::config::dynamodb_client`), and nothing else.
 //!
 //!   bare-call TABLE    then, on stdin, one request per line:
-//!     grant NAME     the grant's UpdateItem (expressions as in crates/sfn-lock/src/dynamodb.rs)
+//!     grant NAME     the grant's UpdateItem (expressions as in crates/sfn-lock/src/store/dynamodb/grant.rs)
 //!     release NAME   the release's UpdateItem
 //!     locker NAME    the whole lock library in-process (event validation, the
 //!                    grant, the answer) without the Lambda runtime
@@ -20,7 +20,7 @@ use sfn_lock::{DynamoStore, EpochMillis, LeaseSeconds, Locker};
 
 // The library's own expressions, so that the floor cannot drift from what the
 // functions send; the attribute names and values are derived from them too.
-use sfn_lock::dynamodb::{GRANT, GRANT_CONDITION, RELEASE, RELEASE_CONDITION, TTL_GRACE_SECONDS};
+use sfn_lock::store::dynamodb::{GRANT, GRANT_CONDITION, RELEASE, RELEASE_CONDITION, TTL_GRACE_SECONDS};
 const OWNER: &str = "arn:aws:states:us-east-1:123456789012:execution:bench:owner-a";
 
 fn n(value: impl ToString) -> AttributeValue {
@@ -56,7 +56,7 @@ fn ttl_after(millis: i64) -> i64 {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let table = std::env::args().nth(1).expect("usage: bare-call TABLE");
-    let client = sfn_lock::lambda::dynamodb_client().await;
+    let client = sfn_lock::aws::config::dynamodb_client().await;
     let locker = Locker::new(
         DynamoStore::new(client.clone(), table.clone()),
         LeaseSeconds::new("leaseSeconds", 900).unwrap(),
