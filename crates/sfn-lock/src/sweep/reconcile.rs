@@ -217,8 +217,8 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
                     report.truncated = true;
                     break;
                 }
-                Some(time) => within(time, judge.execution_ended(&owner, now)).await,
-                None => judge.execution_ended(&owner, now).await,
+                Some(time) => within(time, Box::pin(judge.execution_ended(&owner, now))).await,
+                None => Box::pin(judge.execution_ended(&owner, now)).await,
             };
             report.executions_checked += 1;
             match result {
@@ -246,11 +246,11 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
             }
         }
 
-        let queues = wake_queues(&self.store, limits.queues, now, deadline).await;
+        let queues = Box::pin(wake_queues(&self.store, limits.queues, now, deadline)).await;
         report.queues_woken = queues.woken;
         report.failed += queues.failed;
         report.truncated |= queues.truncated;
-        match reclaim(&self.store, limits.reclaims, left(deadline)).await {
+        match Box::pin(reclaim(&self.store, limits.reclaims, left(deadline))).await {
             Ok(done) => {
                 report.truncated |= done.truncated;
                 report.failed += done.failed;

@@ -83,6 +83,10 @@ pub(crate) async fn bounded<T>(
     time: Option<Duration>,
     work: impl std::future::Future<Output = Result<T, StoreError>>,
 ) -> Result<T, LockError> {
+    // On the heap: a store call's future is kilobytes in a debug build, and
+    // the reconciler awaits several in one run (a test thread's 2 MiB stack
+    // overflowed once with them all inline).
+    let work = Box::pin(work);
     match time {
         Some(time) => within::<_, LockError>(time, async { Ok(work.await?) }).await,
         None => Ok(work.await?),

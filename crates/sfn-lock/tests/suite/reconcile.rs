@@ -285,3 +285,20 @@ fn the_sweep_binary_answers_the_schedules_input_with_a_report() {
     });
     assert_eq!(still, vec![running]);
 }
+
+#[tokio::test]
+async fn a_reconciler_runs_future_fits_a_threads_stack() {
+    // A run awaits many store calls; inline, their futures made one run's
+    // future 90 KB in a debug build, and the test above, three runs in one
+    // body, overflowed a 2 MiB test-thread stack in CI. The store calls are
+    // boxed (sweep/wake_queues.rs, bounded); this keeps them so.
+    let table = fresh_table().await;
+    let queue_url = queue().await;
+    let sweeper = sweeper_on(waking_store(&table).await, GRACE, &queue_url).await;
+    let run = sweeper.reconcile(EpochMillis::now());
+    let bytes = std::mem::size_of_val(&run);
+    assert!(
+        bytes < 32 * 1024,
+        "a reconciler run's future is {bytes} bytes"
+    );
+}
