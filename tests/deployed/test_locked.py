@@ -52,8 +52,14 @@ def run_two_executions(aws, stack):
                                  input=json.dumps(second_input))["executionArn"]
     # The second execution is refused the lock (LockUnavailable, retried)
     # while the first one holds it, and is not a holder meanwhile.
-    poll("the second execution's acquire refused with LockUnavailable",
-         lambda: "LockUnavailable" in task_errors(history(sfn, second)), timeout=60)
+    def second_refused():
+        if "LockUnavailable" in task_errors(history(sfn, second)):
+            return True
+        status = describe(sfn, second)["status"]
+        assert status == "RUNNING", f"the second execution ended ({status}) without waiting for the lock"
+        return False
+
+    poll("the second execution's acquire refused with LockUnavailable", second_refused, timeout=60)
     assert lock.holders() == [first], "the lock changed hands while the first execution held it"
     assert describe(sfn, first)["status"] == "RUNNING", \
         "the first execution ended before the second one was seen waiting: lengthen HOLD_SECONDS"
@@ -83,6 +89,21 @@ def run_two_executions(aws, stack):
     first_token, second_token = granted_token(first_events, first), granted_token(second_events, second)
     assert token_before < first_token < second_token == lock.fencing_token()
     return first, second
+
+
+def test_default_stack_every_resource_created(aws, default_stack):
+    resources = aws.client("cloudformation").describe_stack_resources(
+        StackName=default_stack["name"])["StackResources"]
+    types = {r["ResourceType"] for r in resources}
+    assert {r["ResourceStatus"] for r in resources} == {"CREATE_COMPLETE"}
+    # What the SAM transform made of the template: versions and aliases, the
+    # rule, queues and mapping of the sweep chain, the state machines.
+    for expected in ("AWS::DynamoDB::Table", "AWS::Lambda::Function", "AWS::Lambda::Version",
+                     "AWS::Lambda::Alias", "AWS::Lambda::EventSourceMapping", "AWS::Events::Rule",
+                     "AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "AWS::StepFunctions::StateMachine",
+                     "AWS::IAM::Role", "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard"):
+        assert expected in types, expected
+    assert not any(t.startswith("AWS::Serverless::") for t in types)
 
 
 def test_default_stack_outputs_name_what_was_deployed(aws, default_stack):
