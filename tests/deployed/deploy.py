@@ -92,7 +92,7 @@ def build_functions(template: dict) -> dict[str, Path]:
         meta = resource.get("Metadata") or {}
         if resource["Type"] == "AWS::Serverless::Function" and meta.get("BuildMethod") == "rust-cargolambda":
             binaries[name] = meta["BuildProperties"]["Binary"]
-    venv_bin = ROOT / ".venv-deploy-tier" / "bin"
+    venv_bin = ROOT / ".venv-ministack" / "bin"
     cmd = [str(venv_bin / "cargo-lambda"), "lambda", "build", "--release", "--compiler", "cargo"]
     for binary in sorted(set(binaries.values())):
         cmd += ["--bin", binary]
