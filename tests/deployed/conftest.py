@@ -78,3 +78,12 @@ def default_stack(aws, packaged):
 def s3_stack(aws, packaged):
     """The LockStore=s3 variant."""
     return _stack(aws, packaged, "sfn-lock-s3", {"LockStore": "s3"})
+
+
+@pytest.fixture(scope="session")
+def sweep_stack(aws, packaged):
+    """The cleanup chain at its shortest: the queue's delay and the sweep's
+    grace (WorkloadMaxRunSeconds) at their minimums, so that a stopped
+    execution's lock is freed within a minute instead of fifteen."""
+    return _stack(aws, packaged, "sfn-lock-sweep",
+                  {"CleanupDelaySeconds": "20", "WorkloadMaxRunSeconds": "30"})
