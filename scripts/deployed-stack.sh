@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Runs a command with ministack (a local AWS, tests/requirements-deploy-tier.txt)
+# up, then takes it down: the deployed tier's emulator, into which
+# tests/deployed/deploy.py packages and deploys template.yaml unmodified.
+#
+#   scripts/deployed-stack.sh COMMAND [ARGS...]
+#
+# ministack listens on a free 127.0.0.1 port, in its own process group (the
+# function processes it starts are its children: stopping the group stops
+# them), with a private TMPDIR and data directories. AWS_ENDPOINT_URL is
+# exported into its own environment too: the Lambda functions run as its
+# child processes and inherit it, so every SDK call of the binaries goes back
+# to the emulator.
+# COMMAND sees:
+#   AWS_ENDPOINT_URL            the emulator (every service), plus fake
+#                               credentials and AWS_REGION
+#   SFN_LOCK_DEPLOYED_LOGS      the run's directory: ministack.log (the
+#                               emulator and the functions' output), package/
+#   SFN_LOCK_MINISTACK_PID      the emulator's pid (its process group's id)
+# Needs `make tools` first (.venv-ministack).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/.venv-ministack"
+if [ ! -x "$venv/bin/ministack" ]; then
+  echo "deployed-stack: $venv lacks ministack; run 'make tools' first" >&2
+  exit 1
+fi
+
+mkdir -p "$root/target/deployed-stack"
+find "$root/target/deployed-stack" -mindepth 1 -maxdepth 1 -type d -name 'run.*' -mmin +1440 \
+  -exec rm -rf {} + 2>/dev/null || true
+logs=$(mktemp -d "$root/target/deployed-stack/run.XXXXXX")
+mkdir -p "$logs/tmp" "$logs/s3" "$logs/state"
+
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+# Nothing from the developer's own AWS configuration.
+export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+unset AWS_PROFILE AWS_SESSION_TOKEN
+
+ministack_pid=
+stop_stack() {
+  if [ -n "$ministack_pid" ]; then
+    kill -CONT -- "-$ministack_pid" 2>/dev/null || true
+    kill -TERM -- "-$ministack_pid" 2>/dev/null || true
+    # The group's stragglers (a function process that ignores TERM) after 5 s.
+    for _ in $(seq 50); do
+      kill -0 -- "-$ministack_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$ministack_pid" 2>/dev/null || true
+  fi
+  wait 2>/dev/null || true
+}
+trap stop_stack EXIT INT TERM
+
+# ministack takes its port as given (GATEWAY_PORT) and refuses a taken one
+# (it probes first and exits): on a lost race, pick another and try again.
+for attempt in 1 2 3; do
+  port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+  # BIND_HOST: 127.0.0.1 only (its default is every interface). MINISTACK_HOST:
+  # the host in the URLs it hands out (queue URLs, ...); "localhost" may
+  # resolve to ::1, where nothing listens. LAMBDA_EXECUTOR=local: functions
+  # run as host processes (no Docker here). S3_DATA_DIR, STATE_DIR and TMPDIR:
+  # this run's own, so two runs never share files.
+  GATEWAY_PORT=$port BIND_HOST=127.0.0.1 MINISTACK_HOST=127.0.0.1 \
+    LAMBDA_EXECUTOR=local TMPDIR="$logs/tmp" S3_DATA_DIR="$logs/s3" STATE_DIR="$logs/state" \
+    setsid "$venv/bin/ministack" >"$logs/ministack.log" 2>&1 &
+  ministack_pid=$!
+  if "$venv/bin/python" - "$port" "$ministack_pid" "$logs/ministack.log" <<'PY'
+import os, sys, time, urllib.request
+port, pid, log = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit(3)
+    # Its own readiness route, not just a listening socket.
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_ministack/health", timeout=2) as r:
+            if r.status == 200:
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.2)
+sys.exit(f"deployed-stack: ministack did not answer on 127.0.0.1:{port} within 120 s; see {log}")
+PY
+  then
+    break
+  else
+    status=$?
+    if [ "$status" -ne 3 ] || [ "$attempt" -eq 3 ]; then
+      echo "deployed-stack: ministack did not start; see $logs/ministack.log" >&2
+      tail -20 "$logs/ministack.log" >&2 || true
+      exit 1
+    fi
+    wait "$ministack_pid" 2>/dev/null || true
+    ministack_pid=
+  fi
+done
+
+export SFN_LOCK_DEPLOYED_LOGS="$logs" SFN_LOCK_MINISTACK_PID="$ministack_pid"
+echo "deployed-stack: ministack at $AWS_ENDPOINT_URL (logs in $logs)" >&2
+"$@"
