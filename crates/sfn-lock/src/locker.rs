@@ -9,7 +9,7 @@ use tracing::{info, warn};
 use crate::metrics::Metrics;
 use crate::ports::store::LockStore;
 use crate::vocab::answer::{AcquireAnswer, AcquireResponse, QueuedResponse, ReleaseResponse};
-use crate::vocab::deadline::within;
+use crate::vocab::deadline::within_budget;
 use crate::vocab::error::{LockError, StoreError};
 use crate::vocab::model::{AcquireOutcome, EpochMillis, Lease, Outcome, ReleaseOutcome};
 use crate::vocab::request::{AcquireRequest, LeaseSeconds, Limit, ReleaseRequest, Waiting};
@@ -136,11 +136,7 @@ impl<S: LockStore> Locker<S> {
                 }
             }
         };
-        let answer = match budget {
-            Some(budget) => within(budget, call).await,
-            None => call.await,
-        };
-        let outcome = match answer {
+        let outcome = match within_budget(budget, call).await {
             Ok(outcome) => outcome,
             Err(StoreError::Unavailable(detail))
                 if request.wait.is_some_and(|wait| !wait.has_run_out(now)) =>
@@ -238,16 +234,26 @@ impl<S: LockStore> Locker<S> {
         event: &Value,
         now: EpochMillis,
     ) -> Result<ReleaseResponse, LockError> {
+        self.release_within(event, now, None).await
+    }
+
+    /// [`Locker::release`], its store call cut once `budget` (the
+    /// invocation's remaining time) has passed.
+    pub async fn release_within(
+        &self,
+        event: &Value,
+        now: EpochMillis,
+        budget: Option<Duration>,
+    ) -> Result<ReleaseResponse, LockError> {
         let request = ReleaseRequest::from_event(event)?;
         let lock_name = request.lock_name.as_str();
         let owner = request.owner.as_str();
-        let outcome = self
-            .store
-            .release_with_limit(&request.lock_name, &request.owner, request.limit, now)
-            .await
-            .inspect_err(
-                |error| warn!(lock_name, owner, error = %error, "release failed at the store"),
-            )?;
+        let call =
+            self.store
+                .release_with_limit(&request.lock_name, &request.owner, request.limit, now);
+        let outcome = within_budget(budget, call).await.inspect_err(
+            |error| warn!(lock_name, owner, error = %error, "release failed at the store"),
+        )?;
         let outcome = match outcome {
             ReleaseOutcome::Released => {
                 info!(lock_name, owner, "lock released");

@@ -92,9 +92,13 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
         let mut report = SweepReport::default();
         if event.get("Records").is_none() {
             let handled = match remaining() {
-                Some(left) => within(left, self.handle(event, now)).await?,
-                None => self.handle(event, now).await?,
-            };
+                Some(left) => within(left, self.handle(event, now)).await,
+                None => self.handle(event, now).await,
+            }
+            .inspect_err(|error| {
+                warn!(error = %error, decision = "failed",
+                      "sweep of the event failed; its source delivers it again");
+            })?;
             report.record(handled);
             return Ok(report);
         }

@@ -3,9 +3,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
-use tracing::warn;
 
-use crate::vocab::error::{LockError, StoreError};
+use crate::vocab::error::StoreError;
 
 tokio::task_local! {
     /// When the work [`within`] runs must be done, for the parts of it that
@@ -24,18 +23,19 @@ pub(crate) fn time_left() -> Option<Duration> {
 /// Time kept back from the invocation's deadline to answer in.
 pub(crate) const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 
-/// Runs `work` but answers `LockStoreUnavailable` before the Lambda timeout
-/// would: the SDK's timeouts times its attempts (times acquire's rounds) may
-/// exceed the function's `Timeout`, and a timed-out function gives Step
-/// Functions `Sandbox.Timedout` (`Lambda.Unknown` on older runtimes), which
-/// says nothing about the lock. A write cut
-/// short may have landed: the caller treats this answer as "maybe", as it
-/// treats every `LockStoreUnavailable` (a retry by the same owner is safe).
-pub(crate) async fn within_deadline<T>(
-    deadline_millis: u64,
-    work: impl std::future::Future<Output = Result<T, LockError>>,
-) -> Result<T, LockError> {
-    match budget(deadline_millis) {
+/// Runs `work` but answers `LockStoreUnavailable` once `budget` (from
+/// [`budget`]) has passed, before the Lambda timeout would: the SDK's timeouts
+/// times its attempts (times acquire's rounds) may exceed the function's
+/// `Timeout`, and a timed-out function gives Step Functions `Sandbox.Timedout`
+/// (`Lambda.Unknown` on older runtimes), which says nothing about the lock. A
+/// write cut short may have landed: the caller treats this answer as "maybe",
+/// as it treats every `LockStoreUnavailable` (a retry by the same owner is
+/// safe). No budget: the work runs unbounded.
+pub(crate) async fn within_budget<T, E: From<StoreError>>(
+    budget: Option<Duration>,
+    work: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    match budget {
         None => work.await,
         Some(budget) => within(budget, work).await,
     }
@@ -62,29 +62,26 @@ pub(crate) async fn scoped<F: std::future::Future>(budget: Duration, work: F) ->
 }
 
 /// `work`, or the store's silence (`LockStoreUnavailable`, a "maybe") once
-/// `budget` has passed.
+/// `budget` has passed. Silent: the caller logs its decision once, with the
+/// lock it is about, and this error's detail says the budget cut the call.
 pub(crate) async fn within<T, E: From<StoreError>>(
     budget: Duration,
     work: impl std::future::Future<Output = Result<T, E>>,
 ) -> Result<T, E> {
     match scoped(budget, work).await {
         Some(result) => result,
-        None => {
-            warn!(
-                budget_ms = budget.as_millis(),
-                "gave up before the function's own timeout"
-            );
-            Err(StoreError::Unavailable(
-                "the store did not answer within the function's time budget".into(),
-            )
-            .into())
-        }
+        None => Err(StoreError::Unavailable(format!(
+            "the store did not answer within the function's time budget ({} ms)",
+            budget.as_millis()
+        ))
+        .into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::error::LockError;
 
     fn context_with_deadline(deadline: SystemTime) -> u64 {
         deadline
@@ -95,17 +92,21 @@ mod tests {
     #[tokio::test]
     async fn a_store_call_gives_up_before_the_invocation_deadline() {
         let soon = context_with_deadline(SystemTime::now() + Duration::from_millis(600));
-        let hung = within_deadline(soon, std::future::pending::<Result<(), LockError>>()).await;
+        let hung = within_budget(
+            budget(soon),
+            std::future::pending::<Result<(), LockError>>(),
+        )
+        .await;
         assert!(
             matches!(hung, Err(LockError::StoreUnavailable { .. })),
             "{hung:?}"
         );
-        let answered = within_deadline(soon, async { Ok::<_, LockError>(7) }).await;
+        let answered = within_budget(budget(soon), async { Ok::<_, LockError>(7) }).await;
         assert_eq!(answered, Ok(7));
         // A deadline in the past (cargo lambda watch sends 600000) bounds nothing.
         let past = context_with_deadline(UNIX_EPOCH + Duration::from_millis(600_000));
         assert_eq!(
-            within_deadline(past, async { Ok::<_, LockError>(8) }).await,
+            within_budget(budget(past), async { Ok::<_, LockError>(8) }).await,
             Ok(8)
         );
     }

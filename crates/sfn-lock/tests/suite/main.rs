@@ -44,5 +44,6 @@ mod semaphore_model;
 mod ssm_store;
 mod store;
 mod store_prefixes;
+mod time_budget;
 mod trust_store;
 mod wait_bound;

@@ -7,9 +7,7 @@ use crate::common;
 
 use common::lossy_proxy::store_via;
 use common::{client, closing_endpoint, table_name, unique};
-use lambda_runtime::LambdaEvent;
 use serde_json::json;
-use sfn_lock::lambda::{handle_acquire, ConfiguredLocker, Payload};
 use sfn_lock::{DynamoStore, EpochMillis, LeaseSeconds, LockError, Locker};
 
 const STARTED_AT: &str = "2026-11-30T10:00:00Z";
@@ -107,39 +105,5 @@ async fn a_store_error_past_the_wait_bound_or_without_one_stays_a_store_error() 
     assert!(
         matches!(unbounded, Err(LockError::StoreUnavailable { .. })),
         "{unbounded:?}"
-    );
-}
-
-#[tokio::test]
-async fn running_out_of_the_function_s_time_inside_the_bound_keeps_waiting() {
-    // A store that accepts and never answers: the invocation's own deadline
-    // cuts the call, and that cut is a store error like any other, decided by
-    // the lock's rules (the handler used to answer LockStoreUnavailable itself).
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let silent = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((connection, _)) = listener.accept().await {
-            held.push(connection);
-        }
-    });
-    let locker: ConfiguredLocker = Ok(Locker::new(
-        sfn_lock::AnyStore::DynamoDb(store_via(&silent).await),
-        LeaseSeconds::new("leaseSeconds", 3600).unwrap(),
-    ));
-    let now = EpochMillis::now();
-    let mut context = lambda_runtime::Context::default();
-    // 500 ms of it are kept back to answer in: the store gets about 300 ms.
-    context.deadline = u64::try_from(now.0 + 800).unwrap();
-    let event = json!({"lockName": "silent", "owner": "arn:exec:waiter",
-                       "waitStartedAt": now.to_rfc3339(), "maxWaitSeconds": 600});
-
-    let answer = handle_acquire(&locker, LambdaEvent::new(Payload::Json(event), context)).await;
-
-    let diagnostic = answer.expect_err("the silent store cannot grant");
-    assert_eq!(diagnostic.error_type, "LockUnavailable", "{diagnostic:?}");
-    assert!(
-        diagnostic.error_message.contains("storeUnavailable"),
-        "{diagnostic:?}"
     );
 }

@@ -2,6 +2,7 @@
 //! `scripts/local-stack.sh` (run them with `make test`).
 #![allow(dead_code)] // two test binaries use different parts of this module
 
+pub mod log_capture;
 pub mod lossy_proxy;
 
 pub mod sfn;
@@ -78,6 +79,22 @@ pub async fn closing_endpoint() -> String {
     tokio::spawn(async move {
         while let Ok((connection, _)) = listener.accept().await {
             drop(connection);
+        }
+    });
+    format!("http://{address}")
+}
+
+/// An endpoint that accepts every connection and never answers: a store that
+/// hangs, which only a time bound ends.
+pub async fn silent_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a local port");
+    let address = listener.local_addr().expect("local address");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = listener.accept().await {
+            held.push(connection);
         }
     });
     format!("http://{address}")
