@@ -27,7 +27,7 @@ use sfn_lock::{
 use super::Recorder;
 use crate::common::sfn::{queue, start, state_machine_arn, stop, LOCKED};
 use crate::common::stores::bucket;
-use crate::common::tokens::mint;
+use crate::common::tokens::{close, fail_next_wakes, mint};
 use crate::common::{sqs_batch, status_change, unique};
 
 /// Where one run keeps its locks: a table, an S3 prefix or an SSM path of its
@@ -99,6 +99,13 @@ impl Seed {
             .await
             .expect("the seed's acquire");
     }
+
+    async fn release(&self, payload: Value) {
+        self.0
+            .release(&payload, EpochMillis::now())
+            .await
+            .expect("the seed's release");
+    }
 }
 
 pub async fn run(kind: &str) -> Vec<(&'static str, BTreeSet<String>)> {
@@ -142,6 +149,16 @@ async fn acquire(kind: &str, place: &str, seed: &Seed, queued: bool) -> BTreeSet
         let waiter = json!({"lockName": lock, "owner": "w", "taskToken": token.as_str()});
         seed.acquire(waiter, 7190).await;
         let _ = handle_acquire(&function, event(json!({"lockName": lock, "owner": "a"}))).await;
+        // A queued caller granted at once whose task had ended: the grant
+        // is taken back (queued.rs).
+        let token = mint(&unique("ended"));
+        close(&token, "timeout");
+        let call = json!({"lockName": unique("taken"), "owner": "a", "taskToken": token.as_str()});
+        let _ = handle_acquire(&function, event(call)).await;
+        // A hand-off whose wake-up failed: a contended acquire sends it again.
+        let lock = unique("resent");
+        resend_owed(seed, &lock).await;
+        let _ = handle_acquire(&function, event(json!({"lockName": lock, "owner": "a"}))).await;
     }
     recorder.operations()
 }
@@ -169,8 +186,35 @@ async fn release(kind: &str, place: &str, seed: &Seed, queued: bool) -> BTreeSet
         )
         .await;
         let _ = handle_release(&function, event(json!({"lockName": lock, "owner": "x"}))).await;
+        // A waiter whose task had ended: the hand-off to it is taken back.
+        let lock = unique("taken");
+        seed.acquire(json!({"lockName": lock, "owner": "x"}), 0)
+            .await;
+        let token = mint(&unique("ended"));
+        let call = json!({"lockName": lock, "owner": "w", "taskToken": token.as_str()});
+        seed.acquire(call, 0).await;
+        close(&token, "timeout");
+        let _ = handle_release(&function, event(json!({"lockName": lock, "owner": "x"}))).await;
+        // A hand-off whose wake-up failed: the next release's pump resends it.
+        let lock = unique("resent");
+        resend_owed(seed, &lock).await;
+        let _ = handle_release(&function, event(json!({"lockName": lock, "owner": "y"}))).await;
     }
     recorder.operations()
+}
+
+/// `lock` handed to a waiter by the seed's release, its wake-up failed: the
+/// hand-off's marker says a wake-up is owed.
+async fn resend_owed(seed: &Seed, lock: &str) {
+    seed.acquire(json!({"lockName": lock, "owner": "x"}), 0)
+        .await;
+    let waiter = unique("resent-waiter");
+    let token = mint(&waiter);
+    let call = json!({"lockName": lock, "owner": "w", "taskToken": token.as_str()});
+    seed.acquire(call, 0).await;
+    // Both attempts of the wake-up (the waker repeats a failed one once).
+    fail_next_wakes(&waiter, 2);
+    seed.release(json!({"lockName": lock, "owner": "x"})).await;
 }
 
 async fn sweeper(kind: &str, place: &str, recorder: &Recorder, grace: u32) -> ConfiguredSweeper {
