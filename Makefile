@@ -96,33 +96,30 @@ deploy: $(DEPLOY_VENV)/.installed
 
 tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed $(MINISTACK_VENV)/.installed node_modules/.installed
 
+# Each tool set is built once per machine and lock file, in a cache outside
+# the clone, and linked in (scripts/tools.sh says where and why).
 $(VENV)/.installed: tests/requirements.txt
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	scripts/tools.sh venv $(VENV) tests/requirements.txt
 	touch $@
 
 $(LINT_VENV)/.installed: tests/requirements-lint.txt
-	python3 -m venv $(LINT_VENV)
-	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-lint.txt
+	scripts/tools.sh venv $(LINT_VENV) tests/requirements-lint.txt
 	touch $@
 
 $(BENCH_VENV)/.installed: bench/requirements.txt
-	python3 -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	scripts/tools.sh venv $(BENCH_VENV) bench/requirements.txt
 	touch $@
 
 $(MINISTACK_VENV)/.installed: tests/requirements-deploy-tier.txt
-	python3 -m venv $(MINISTACK_VENV)
-	$(MINISTACK_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r tests/requirements-deploy-tier.txt
+	scripts/tools.sh venv $(MINISTACK_VENV) tests/requirements-deploy-tier.txt --require-hashes --no-deps
 	touch $@
 
 $(DEPLOY_VENV)/.installed: deploy/requirements.txt
-	python3 -m venv $(DEPLOY_VENV)
-	$(DEPLOY_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r deploy/requirements.txt
+	scripts/tools.sh venv $(DEPLOY_VENV) deploy/requirements.txt --require-hashes --no-deps
 	touch $@
 
 node_modules/.installed: package.json package-lock.json .npmrc
-	npm ci --no-audit --no-fund --loglevel=error
+	scripts/tools.sh npm
 	touch $@
 
 clean:

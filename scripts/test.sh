@@ -27,7 +27,13 @@ part() {
 }
 export -f part
 
-part "tools (venvs, npm)" make --no-print-directory tools
+# The Rust test build needs no tool: it runs beside the tool installs (mostly
+# downloads and unpacking, one set per core), so the two overlap on a 2-core
+# machine instead of following each other. Its log is shown if it fails.
+part "rust build (beside tools)" cargo test --workspace --no-run >target/rust-build.log 2>&1 &
+build=$!
+part "tools (venvs, npm)" make -j4 --no-print-directory tools
+wait $build || { tail -40 target/rust-build.log; exit 1; }
 part "fmt and clippy" make --no-print-directory lint
 part "template checks" make --no-print-directory template-check
 # One local stack (its start is not timed apart) for the Rust suites and the
