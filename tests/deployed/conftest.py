@@ -58,7 +58,7 @@ def aws():
 @pytest.fixture(scope="session")
 def packaged(aws):
     logs = Path(os.environ.get("SFN_LOCK_DEPLOYED_LOGS", deploy.ROOT / "target"))
-    with timed("package (cargo lambda build, zips, uploads)"):
+    with timed("package (cargo build check, zips, uploads)"):
         return deploy.package(aws, out_dir=logs / "package")
 
 
