@@ -14,11 +14,16 @@
 #                                   Once per LockStore value (checkov drops the resources
 #                                   whose Condition the defaults make false, such as the
 #                                   S3 lock bucket): on a copy with that value as Default
-# 4. iam_wildcards --self-test      the wildcard check rejects bad policies
+# 4. iam_wildcards --self-test      the wildcard check rejects bad policies, and copies of
+#                                   template.yaml with cloudwatch:PutMetricData or
+#                                   sqs:ListQueues on '*' planted in a function's or a state
+#                                   machine's policy
 # 5. iam_wildcards                  no '*' in any function's or state machine's policy, but
-#                                   where parliament's IAM database says the actions take no
-#                                   resource ARN (log delivery; SendTaskSuccess, the queue's
-#                                   hand-off); parliament refuses unknown actions too
+#                                   in the statements it lists by role and Sid, for the
+#                                   actions listed with each (log delivery; SendTaskSuccess,
+#                                   the queue's hand-off), which parliament's IAM database
+#                                   must also find take no resource ARN; parliament refuses
+#                                   unknown actions too
 # 6. asl_substitutions --self-test  the ASL check rejects bad definitions
 # 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
 #                                   function's timeout (its Task's bound, which the held

@@ -16,13 +16,17 @@ In an Allow statement it rejects:
   parameter whose constraints would accept `*`;
 - any managed policy but AWSLambdaBasicExecutionRole.
 
-Resource "*" is allowed only where parliament (tests/requirements-lint.txt), from
-its database of the Service Authorization Reference, finds nothing: every action
-in the statement has no resource-level permission (RESOURCE_STAR otherwise), as
-the CloudWatch Logs log-delivery actions a state machine's role needs and the
-task-token actions (states:SendTaskSuccess, ...) with which the lock functions
-admit a queued waiter. Parliament also judges every Allow statement's actions
-(UNKNOWN_ACTION, UNKNOWN_PREFIX: a misspelt action is refused).
+Resource "*" is allowed only in the statements STAR_STATEMENTS lists (by role and
+Sid), for the actions listed with each, and only where parliament
+(tests/requirements-lint.txt), from its database of the Service Authorization
+Reference, finds nothing: every action in the statement has no resource-level
+permission (RESOURCE_STAR otherwise). Both hold for the CloudWatch Logs
+log-delivery actions of each state machine's DeliverExecutionLogs and for
+states:SendTaskSuccess, with which the lock functions admit a queued waiter
+(AdmitQueuedWaiters, HandOffToQueuedWaiters). Parliament alone is not enough: it
+would let any action without resource-level permissions (cloudwatch:PutMetricData,
+sqs:ListQueues) take "*" in any statement. Parliament also judges every Allow
+statement's actions (UNKNOWN_ACTION, UNKNOWN_PREFIX: a misspelt action is refused).
 
 What parliament cannot see, and stays here: it reads concrete policy JSON, not
 CloudFormation, so this file resolves each Resource through the intrinsics (a
@@ -53,22 +57,62 @@ named actions on this template's own resources only:
   creates (CloudWatch Logs writes only).
 
 Usage: iam_wildcards.py [TEMPLATE]   (default: template.yaml)
-       iam_wildcards.py --self-test  (proves the check fails on bad policies)
+       iam_wildcards.py --self-test  (proves the check fails on bad policies, and on
+                                      copies of template.yaml with a '*' grant planted)
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cfn_template import TemplateError, intrinsic, load, transform  # noqa: E402
 from parliament import analyze_policy_string  # noqa: E402
 
+# Resource "*": allowed in these statements only, each of the role named (the IAM
+# role, after the SAM transform, of the function or state machine <Name>: <Name>Role)
+# with that Sid, and only for the actions listed with it. Parliament must also find
+# that every one of them has no resource-level permission (no resource type in the
+# Service Authorization Reference, parliament's database): the list says where '*'
+# is wanted, parliament that AWS offers nothing narrower. An action parliament would
+# let take '*' (cloudwatch:PutMetricData, sqs:ListQueues, ...) is refused anywhere
+# else; a new one needs a line here, with AWS's reason.
+#
+# The task-token action with which the lock functions admit a waiter of the queued
+# workflow (its acquire Task is a Lambda callback, invoke.waitForTaskToken): the
+# Service Authorization Reference ("Actions, resources, and condition keys for AWS
+# Step Functions") lists no resource type and no condition key for
+# states:SendTaskSuccess, so '*' is the only Resource it accepts; the task token in
+# the request names the one task it completes. Only SendTaskSuccess: the functions
+# never call SendTaskFailure or SendTaskHeartbeat (contract/code-facts.json), so
+# they are not granted, though they too have no resource type.
+TASK_TOKEN_ACTIONS = frozenset({"states:SendTaskSuccess"})
+# What a state machine's role needs to deliver its execution logs to CloudWatch Logs
+# (Step Functions developer guide, "IAM policies for logging to CloudWatch Logs",
+# which grants them on "*"): log delivery is configured through these CloudWatch
+# Logs vended-log APIs, for which the Service Authorization Reference ("Actions,
+# resources, and condition keys for Amazon CloudWatch Logs") lists no resource
+# type. Only the state machines log this way; the functions write through
+# AWSLambdaBasicExecutionRole.
+LOG_DELIVERY_ACTIONS = frozenset({"logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery",
+                                  "logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy",
+                                  "logs:DescribeResourcePolicies", "logs:DescribeLogGroups"})
+STATE_MACHINES_LOGGING = ("LockedWorkflowStateMachine", "QueuedWorkflowStateMachine", "SkipIfRunningStateMachine",
+                          "AttachedWorkflowStateMachine")
+STAR_STATEMENTS: dict[tuple[str, str], frozenset[str]] = {
+    # acquire-lock admits the caller itself, a queued waiter, when a permit is free.
+    ("AcquireLockFunctionRole", "AdmitQueuedWaiters"): TASK_TOKEN_ACTIONS,
+    # release-lock and the sweep hand a freed permit to the next queued waiter.
+    ("ReleaseLockFunctionRole", "HandOffToQueuedWaiters"): TASK_TOKEN_ACTIONS,
+    ("ReleaseExecutionLocksFunctionRole", "HandOffToQueuedWaiters"): TASK_TOKEN_ACTIONS,
+    **{(f"{machine}Role", "DeliverExecutionLogs"): LOG_DELIVERY_ACTIONS for machine in STATE_MACHINES_LOGGING},
+}
 EXECUTION_ACTIONS = frozenset({"states:DescribeExecution", "states:StopExecution"})
 EXECUTION_ARN = re.compile(r"^arn:[^:*?]+:states:[^:*?]+:[^:*?]+:execution:[^:*?]+:\*$")
 # The lock stores' run-time names: objects under a fixed prefix of a bucket of this
@@ -109,8 +153,10 @@ def as_list(value: Any) -> list[Any]:
 
 
 class Checker:
-    def __init__(self, template: dict[str, Any]):
+    def __init__(self, template: dict[str, Any],
+                 star_statements: dict[tuple[str, str], frozenset[str]] | None = None):
         self.template = template
+        self.star_statements = STAR_STATEMENTS if star_statements is None else star_statements
         self.parameters = template.get("Parameters", {}) or {}
         self.resources = template.get("Resources", {}) or {}
         self.problems: list[str] = []
@@ -225,7 +271,7 @@ class Checker:
         return f"<{name}.{attribute}>"
 
     # -- statements ------------------------------------------------------------------
-    def check_statement(self, statement: dict[str, Any], where: str) -> None:
+    def check_statement(self, statement: dict[str, Any], where: str, role: str | None) -> None:
         if statement.get("Effect") != "Allow":
             return
         sid = statement.get("Sid")
@@ -255,13 +301,21 @@ class Checker:
                 if not WILDCARD.search(candidate):
                     continue
                 if candidate == "*" and actions:
-                    # Parliament knows which actions take a resource ARN: '*' only for those that do not.
+                    # Only a listed statement, for its listed actions, and only those parliament
+                    # finds no resource-level permission for: both must hold.
+                    listed = self.star_statements.get((role, sid)) if role and isinstance(sid, str) else None
                     findings = parliament_findings(actions)
-                    if findings:
+                    if listed is None:
+                        self.problems.append(f"{where}: Resource '*' for {sorted(actions)}: only the statements "
+                                             f"STAR_STATEMENTS lists may have '*', not {role} statement {sid}")
+                    elif not set(actions) <= listed:
+                        self.problems.append(f"{where}: Resource '*' for {sorted(set(actions) - listed)}: not an "
+                                             f"action STAR_STATEMENTS allows this statement ({sorted(listed)})")
+                    elif findings:
                         self.problems.append(f"{where}: Resource '*' for {sorted(actions)}: parliament: {findings}")
                     else:
-                        self.allowed.append(f"{where}: '*' for {sorted(actions)} (parliament: no resource-level "
-                                            "permissions)")
+                        self.allowed.append(f"{where}: '*' for {sorted(actions)} (listed; parliament: no "
+                                            "resource-level permissions)")
                     continue
                 if EXECUTION_ARN.match(candidate) and actions and set(actions) <= EXECUTION_ACTIONS:
                     self.allowed.append(f"{where}: {candidate} for {sorted(actions)}")
@@ -283,18 +337,18 @@ class Checker:
                     continue
                 self.problems.append(f"{where}: wildcard Resource {candidate!r} for {sorted(actions)}")
 
-    def check_document(self, document: Any, where: str) -> None:
+    def check_document(self, document: Any, where: str, role: str | None) -> None:
         if not isinstance(document, dict):
             self.problems.append(f"{where}: policy document {document!r} cannot be checked")
             return
         for statement in as_list(document.get("Statement", [])):
             if isinstance(statement, dict) and intrinsic(statement) is None:
-                self.check_statement(statement, where)
+                self.check_statement(statement, where, role)
             elif intrinsic(statement) and intrinsic(statement)[0] == "Fn::If":
                 _, (_, yes, no) = intrinsic(statement)
                 for branch in (yes, no):
                     if isinstance(branch, dict) and intrinsic(branch) is None:
-                        self.check_statement(branch, where)
+                        self.check_statement(branch, where, role)
             else:
                 self.problems.append(f"{where}: statement {statement!r} cannot be checked")
 
@@ -303,9 +357,10 @@ class Checker:
             kind = resource.get("Type")
             if kind not in IAM_TYPES:
                 continue
+            role = name if kind == "AWS::IAM::Role" else None  # STAR_STATEMENTS names roles only
             properties = resource.get("Properties", {}) or {}
             if "PolicyDocument" in properties:
-                self.check_document(properties["PolicyDocument"], name)
+                self.check_document(properties["PolicyDocument"], name, role)
             for policy in as_list(properties.get("Policies", [])):
                 if intrinsic(policy) and intrinsic(policy)[0] == "Fn::If":
                     branches = intrinsic(policy)[1][1:]
@@ -313,7 +368,8 @@ class Checker:
                     branches = [policy]
                 for branch in branches:
                     if isinstance(branch, dict) and "PolicyDocument" in branch:
-                        self.check_document(branch["PolicyDocument"], f"{name} policy {branch.get('PolicyName', '?')}")
+                        self.check_document(branch["PolicyDocument"], f"{name} policy {branch.get('PolicyName', '?')}",
+                                            role)
             for arn in as_list(properties.get("ManagedPolicyArns", [])):
                 if not (isinstance(arn, str) and ALLOWED_MANAGED_POLICY.match(arn)):
                     self.problems.append(f"{name}: managed policy {arn!r} (only AWSLambdaBasicExecutionRole is allowed)")
@@ -322,12 +378,13 @@ class Checker:
         return self.problems
 
 
-def check(template: dict[str, Any], allowed: list[str] | None = None) -> list[str]:
+def check(template: dict[str, Any], allowed: list[str] | None = None,
+          star_statements: dict[tuple[str, str], frozenset[str]] | None = None) -> list[str]:
     try:
         expanded = transform(template)
     except TemplateError as error:
         return [f"SAM transform failed: {error}"]
-    checker = Checker(expanded)
+    checker = Checker(expanded, star_statements)
     problems = checker.run()
     if allowed is not None:
         allowed.extend(checker.allowed)
@@ -381,13 +438,15 @@ def _statement(action: Any, resource: Any, **extra: Any) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource, **extra}]}
 
 
+def _machine(policies: Any) -> dict[str, Any]:
+    return {
+        "Type": "AWS::Serverless::StateMachine",
+        "Properties": {"Definition": {"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}},
+                       "Policies": policies},
+    }
+
+
 TABLE_ARN = {"Fn::GetAtt": ["Table", "Arn"]}
-# What a state machine's role needs to log to CloudWatch Logs, on '*' (Step Functions
-# developer guide, "IAM policies for logging to CloudWatch Logs"): a fixture here, the
-# check itself asks parliament.
-LOG_DELIVERY_ACTIONS = ["logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery",
-                        "logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy",
-                        "logs:DescribeResourcePolicies", "logs:DescribeLogGroups"]
 EXECUTIONS = {
     "Fn::Sub": [
         "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:${Name}:*",
@@ -415,6 +474,15 @@ SELF_TEST_BAD = {
     "a misspelt action": _function([_statement("dynamodb:UpdateItems", TABLE_ARN)]),
     "an unknown service": _function([_statement("dynamodbb:UpdateItem", TABLE_ARN)]),
     "s3:GetObject on '*' (it has resource-level permissions)": _function([_statement("s3:GetObject", "*")]),
+    "cloudwatch:PutMetricData on '*' (no resource-level permissions, but not listed)": _function(
+        [_statement("cloudwatch:PutMetricData", "*")]
+    ),
+    "sqs:ListQueues on '*' (no resource-level permissions, but not listed)": _function(
+        [_statement("sqs:ListQueues", "*")]
+    ),
+    "task-token action on '*' in a statement not listed": _function(
+        [_statement("states:SendTaskSuccess", "*", Sid="AdmitQueuedWaiters")]
+    ),
     "execution wildcard for StartExecution": _function([_statement("states:StartExecution", EXECUTIONS)]),
     "task-token action on '*' plus another action": _function(
         [_statement(["states:SendTaskSuccess", "states:StopExecution"], "*")]
@@ -478,8 +546,6 @@ SELF_TEST_GOOD = {
         [
             _statement("dynamodb:UpdateItem", TABLE_ARN),
             _statement("dynamodb:Query", {"Fn::Sub": "${Table.Arn}/index/owner-index"}),
-            _statement(sorted(LOG_DELIVERY_ACTIONS), "*"),
-            _statement(["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"], "*"),
             _statement(["states:DescribeExecution", "states:StopExecution"], EXECUTIONS),
             _statement("states:StartExecution", {"Ref": "TargetArn"}),
             _statement(["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
@@ -489,12 +555,128 @@ SELF_TEST_GOOD = {
             _statement(["ssm:GetParametersByPath", "ssm:PutParameter", "ssm:DeleteParameters"], {"Fn::Sub":
                        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/${AWS::StackName}/*"}),
         ]
-    )
+    ),
+    # '*' in the statements STAR_STATEMENTS lists, for their actions.
+    "AcquireLockFunction": _function([_statement("states:SendTaskSuccess", "*", Sid="AdmitQueuedWaiters")]),
+    "ReleaseLockFunction": _function([_statement("states:SendTaskSuccess", "*", Sid="HandOffToQueuedWaiters")]),
+    "LockedWorkflowStateMachine": _machine([_statement(sorted(LOG_DELIVERY_ACTIONS), "*", Sid="DeliverExecutionLogs")]),
 }
 
 
-def self_test() -> int:
+# Planted in a copy of the shipped template.yaml, each must be refused: an action
+# parliament finds no resource-level permission for (so '*' is all it takes) is not
+# thereby allowed '*'; only the statements STAR_STATEMENTS names may have it, and only
+# for the actions named there.
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+
+
+def _add_statement(resource: str, statement: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """A mutation: one more policy document, of `statement`, in `resource`'s Policies."""
+    def mutate(template: dict[str, Any]) -> None:
+        policies = template["Resources"][resource]["Properties"]["Policies"]
+        policies.append({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", **statement}]})
+    return mutate
+
+
+def _widen(resource: str, sid: str, action: str) -> Callable[[dict[str, Any]], None]:
+    """A mutation: `action` added to every statement `sid` of `resource`'s Policies."""
+    def mutate(template: dict[str, Any]) -> None:
+        found = 0
+
+        def walk(node: Any) -> None:
+            nonlocal found
+            if isinstance(node, dict):
+                if node.get("Sid") == sid and "Action" in node:
+                    node["Action"] = as_list(node["Action"]) + [action]
+                    found += 1
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for item in node:
+                    walk(item)
+        walk(template["Resources"][resource]["Properties"]["Policies"])
+        if not found:
+            raise AssertionError(f"no statement {sid} in {resource}'s Policies: the mutation is stale")
+    return mutate
+
+
+TEMPLATE_MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {}
+for _action in ("cloudwatch:PutMetricData", "sqs:ListQueues"):
+    TEMPLATE_MUTATIONS.update({
+        f"{_action} on '*' in a new statement of AcquireLockFunction's policies":
+            _add_statement("AcquireLockFunction", {"Sid": "Extra", "Action": _action, "Resource": "*"}),
+        f"{_action} on '*' in a new statement without Sid of ReleaseLockFunction's policies":
+            _add_statement("ReleaseLockFunction", {"Action": _action, "Resource": "*"}),
+        f"{_action} on '*' in a new statement of LockedWorkflowStateMachine's policies":
+            _add_statement("LockedWorkflowStateMachine", {"Sid": "Extra", "Action": _action, "Resource": "*"}),
+        f"{_action} added to AcquireLockFunction's AdmitQueuedWaiters (Resource '*')":
+            _widen("AcquireLockFunction", "AdmitQueuedWaiters", _action),
+        f"{_action} added to ReleaseExecutionLocksFunction's HandOffToQueuedWaiters (Resource '*')":
+            _widen("ReleaseExecutionLocksFunction", "HandOffToQueuedWaiters", _action),
+        f"{_action} added to QueuedWorkflowStateMachine's DeliverExecutionLogs (Resource '*')":
+            _widen("QueuedWorkflowStateMachine", "DeliverExecutionLogs", _action),
+        f"{_action} on '*' in a new statement named DeliverExecutionLogs of AcquireLockFunction":
+            _add_statement("AcquireLockFunction", {"Sid": "DeliverExecutionLogs", "Action": _action, "Resource": "*"}),
+    })
+TEMPLATE_MUTATIONS.update({
+    "states:SendTaskFailure added to AcquireLockFunction's AdmitQueuedWaiters (not called: code-facts)":
+        _widen("AcquireLockFunction", "AdmitQueuedWaiters", "states:SendTaskFailure"),
+    "states:SendTaskSuccess on '*' in a state machine's role, as statement AdmitQueuedWaiters":
+        _add_statement("LockedWorkflowStateMachine",
+                       {"Sid": "AdmitQueuedWaiters", "Action": "states:SendTaskSuccess", "Resource": "*"}),
+    "log delivery on '*' in a function's role, as statement DeliverExecutionLogs":
+        _add_statement("AcquireLockFunction",
+                       {"Sid": "DeliverExecutionLogs", "Action": sorted(LOG_DELIVERY_ACTIONS), "Resource": "*"}),
+})
+
+
+def template_self_test(path: Path = TEMPLATE) -> int:
     failures = 0
+    shipped = load(path)
+    for label, mutate in TEMPLATE_MUTATIONS.items():
+        template = copy.deepcopy(shipped)
+        try:
+            mutate(template)
+        except (AssertionError, KeyError) as error:
+            failures += 1
+            print(f"FAIL cannot plant {label}: {error!r}")
+            continue
+        problems = check(template)
+        if problems and not any(p.startswith("SAM transform failed") for p in problems):
+            print(f"ok   rejects template.yaml + {label}: {problems[0]}")
+        else:
+            failures += 1
+            print(f"FAIL did not reject template.yaml + {label}: {problems}")
+    return failures
+
+
+def parliament_self_test() -> int:
+    """Parliament's half: every action STAR_STATEMENTS lists has no resource-level
+    permission, and a listed statement is still refused '*' for an action that has one."""
+    failures = 0
+    for (role, sid), actions in STAR_STATEMENTS.items():
+        findings = parliament_findings(sorted(actions))
+        print(f"{'FAIL' if findings else 'ok  '} {role} {sid}: parliament on '*' for {sorted(actions)}: "
+              f"{findings or 'no resource-level permissions'}")
+        failures += bool(findings)
+    # A list that (wrongly) names states:StopExecution, which takes an execution ARN.
+    actions = ["states:SendTaskSuccess", "states:StopExecution"]
+    listed = {("SubjectRole", "Listed"): frozenset(actions)}
+    problems = check(_template({"Subject": _function([_statement(actions, "*", Sid="Listed")])}),
+                     star_statements=listed)
+    if any("RESOURCE_STAR" in problem for problem in problems):
+        print(f"ok   rejects states:StopExecution on '*' in a listed statement that lists it: {problems[0]}")
+    else:
+        failures += 1
+        print(f"FAIL did not reject states:StopExecution on '*' in a listed statement that lists it: {problems}")
+    return failures
+
+
+PARLIAMENT_CASES = len(STAR_STATEMENTS) + 1
+
+
+def self_test() -> int:
+    failures = template_self_test() + parliament_self_test()
     for label, resource in SELF_TEST_BAD.items():
         template = _template({"Subject": resource})
         template["Conditions"] = {"Always": {"Fn::Equals": ["a", "a"]}}
@@ -510,7 +692,8 @@ def self_test() -> int:
         print(f"FAIL rejected the good policies: {problems}")
     else:
         print("ok   accepts the good policies")
-    print(f"iam_wildcards self-test: {len(SELF_TEST_BAD) + 1 - failures} passed, {failures} failed")
+    total = len(SELF_TEST_BAD) + len(TEMPLATE_MUTATIONS) + PARLIAMENT_CASES + 1
+    print(f"iam_wildcards self-test: {total - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
