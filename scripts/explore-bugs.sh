@@ -26,10 +26,12 @@ applied=""
 take_back() { if [ -n "$applied" ]; then git apply -R "$applied"; applied=""; fi; }
 trap take_back EXIT INT TERM
 missed=0
+known=0
 for id in "${ids[@]}"; do
   patch="tests/explorer-bugs/$id.patch"
   store=$(sed -n 's/^Store: *//p' "$patch" | head -1)
   caught_by=$(sed -n 's/^Caught by: *//p' "$patch" | head -1)
+  also=$(sed -n 's/^Also caught by: *//p' "$patch" | head -1)
   git apply --check "$patch" || { echo "explore-bugs: $id no longer applies" >&2; exit 2; }
   git apply "$patch"
   applied="$patch"
@@ -40,6 +42,18 @@ for id in "${ids[@]}"; do
        cargo test -q --workspace --test explore -- --test-threads 1 >"$log" 2>&1; then
     echo "   MISSED: the explorer found nothing on $store in ${budget} s"
     missed=$((missed + 1))
+    # A bug the explorer is known to miss at this budget must still be
+    # caught by the test its patch names (`Also caught by:`), or it counts.
+    if [ -n "$also" ]; then
+      cargo test -q --workspace --test suite -- "$also" >"$log" 2>&1 || true
+      if ! grep "^test result: FAILED" "$log" >/dev/null; then
+        echo "   and '$also' did not fail with the bug in: nothing catches it"
+      else
+        echo "   caught by '$also' instead (the explorer misses it at this budget)"
+        missed=$((missed - 1))
+        known=$((known + 1))
+      fi
+    fi
   # (no `grep -q` or `head` in these pipelines: an early exit is a SIGPIPE,
   # which pipefail turns into a failure)
   elif grep -A1 "panicked at" "$log" | grep -E "^($caught_by):" >/dev/null; then
@@ -57,4 +71,4 @@ if [ "$missed" -gt 0 ]; then
   echo "explore-bugs: $missed of ${#ids[@]} re-introduced bug(s) missed" >&2
   exit 1
 fi
-echo "explore-bugs: every one of ${#ids[@]} re-introduced bug(s) found"
+echo "explore-bugs: every one of ${#ids[@]} re-introduced bug(s) found ($known by the contract test its patch names)"
