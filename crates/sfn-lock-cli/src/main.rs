@@ -6,7 +6,8 @@
 
 // A folder per command family: running a command under the lock, the
 // operator's reads and forced release, wrapping a definition; store.rs opens
-// the store the first two share.
+// the store the first two share; cli.rs is the command line itself.
+mod cli;
 mod ops;
 mod run;
 mod store;
@@ -14,51 +15,18 @@ mod wrap;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
-#[derive(Parser, Debug)]
-#[command(name = "sfn-lock", version, about, long_about = None)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Take LOCK_NAME, run COMMAND under it (renewing the lease), release it.
-    ///
-    /// Exit status: COMMAND's (128 + signal if a signal ended it); 111 if
-    /// the lock was not obtained (0 with -x, N with --conflict-exit-code);
-    /// 1 if the store failed before COMMAND ran, or this host's clock is
-    /// more than 5 s off the store's (even with -x), or the lock was lost
-    /// while it ran (COMMAND is sent SIGTERM at once); 2 for a usage error.
-    Run(run::RunArgs),
-    /// Show who holds LOCK_NAME: holders, their leases and fencing tokens.
-    ///
-    /// Exit status 0 whether the lock is held or free; 1 if the store failed.
-    Status(ops::StatusArgs),
-    /// List the locks that have a holder (live, or expired and not yet taken over).
-    ///
-    /// Reads the whole store, page by page, up to --max (DESIGN.md, "Operators' reads");
-    /// on SSM at 5 requests a second, saying how long first and its progress on stderr.
-    List(ops::ListArgs),
-    /// Free a lock by hand (every holder, or one with --owner); needs --force.
-    ///
-    /// The holder is not told: stop it first (e.g. stop its execution) if it
-    /// still runs. Fencing tokens keep rising: the next grant gets a higher one.
-    ///
-    /// Exit status 0 when freed (or nobody held it); 1 if the --owner given
-    /// holds nothing (nothing is written) or the store failed; 2 without --force.
-    Release(ops::ReleaseArgs),
-    /// Print DEFINITION with the lock around its states (a new ASL definition).
-    Wrap(wrap::WrapArgs),
-}
+use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Command::Wrap(args) = cli.command {
-        return ExitCode::from(wrap::wrap(args));
-    }
+    let Cli { store, command } = Cli::parse();
+    // The two that need no store and no runtime.
+    let command = match command {
+        Command::Wrap(args) => return ExitCode::from(wrap::wrap(args)),
+        Command::Completions(args) => return ExitCode::from(cli::completions(args)),
+        command => command,
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -69,13 +37,14 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let store = store.as_deref();
     let status = runtime.block_on(async {
-        match cli.command {
-            Command::Run(args) => run::run(args).await,
-            Command::Status(args) => ops::status(args).await,
-            Command::List(args) => ops::list(args).await,
-            Command::Release(args) => ops::release(args).await,
-            Command::Wrap(_) => 2,
+        match command {
+            Command::Run(args) => run::run(args, store).await,
+            Command::Status(args) => ops::status(args, store).await,
+            Command::List(args) => ops::list(args, store).await,
+            Command::Release(args) => ops::release(args, store).await,
+            Command::Wrap(_) | Command::Completions(_) => 2,
         }
     });
     ExitCode::from(status)

@@ -17,7 +17,9 @@ pub async fn open(store: Option<&str>) -> Result<(AnyStore, StoreUrl), String> {
 /// [`open`], and the SDK configuration its clients came from (`run` reads
 /// the store's clock with it: `run/clock/mod.rs`).
 pub async fn open_with_sdk(store: Option<&str>) -> Result<(AnyStore, StoreUrl, SdkConfig), String> {
-    let url = match store {
+    // clap reads LOCK_STORE_URL into `store`; empty, it is unset, as the
+    // functions take it, and LOCK_TABLE_NAME may name the table.
+    let url = match store.filter(|url| !url.trim().is_empty()) {
         Some(url) => StoreUrl::parse(url),
         None => StoreUrl::from_lookup(|name| std::env::var(name).ok()),
     };

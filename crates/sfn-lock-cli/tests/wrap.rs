@@ -12,6 +12,8 @@
 mod arns;
 #[path = "wrap/held.rs"]
 mod held;
+#[path = "wrap/lock_argument.rs"]
+mod lock_argument;
 #[path = "wrap/refusals.rs"]
 mod refusals;
 #[path = "wrap/timing.rs"]
@@ -192,7 +194,7 @@ fn help_names_the_flags_the_placeholders_and_the_exit_statuses() {
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
     for expected in [
-        "--lock-name <NAME>",
+        "<LOCK>",
         "--lock-name-path <JSONPATH>",
         "--limit <N>",
         "--mode <MODE>",

@@ -24,10 +24,6 @@ pub const PROGRESS_EVERY_REQUESTS: u64 = 50;
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// The store: dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH
-    /// [default: LOCK_STORE_URL, or LOCK_TABLE_NAME]
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
     /// Print JSON (for scripts).
     #[arg(long)]
     json: bool,
@@ -38,8 +34,8 @@ pub struct ListArgs {
     max: usize,
 }
 
-pub async fn list(args: ListArgs) -> u8 {
-    let (store, url) = match open(args.store.as_deref()).await {
+pub async fn list(args: ListArgs, store: Option<&str>) -> u8 {
+    let (store, url) = match open(store).await {
         Ok(opened) => opened,
         Err(why) => return fail(why),
     };

@@ -1,4 +1,4 @@
-//! `sfn-lock release --force LOCK_NAME`: frees a lock by hand, every holder
+//! `sfn-lock release --force LOCK`: frees a lock by hand, every holder
 //! or one (`--owner`), through the owner-checked release the sweep makes.
 
 use clap::Args;
@@ -11,10 +11,6 @@ use crate::store::{host, open};
 
 #[derive(Args, Debug)]
 pub struct ReleaseArgs {
-    /// The store: dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH
-    /// [default: LOCK_STORE_URL, or LOCK_TABLE_NAME]
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
     /// Yes, free it: the holder is not told and may still be running.
     #[arg(long)]
     force: bool,
@@ -22,10 +18,11 @@ pub struct ReleaseArgs {
     #[arg(long, value_name = "ID")]
     owner: Option<String>,
     /// The lock's name.
+    #[arg(value_name = "LOCK")]
     lock_name: String,
 }
 
-pub async fn release(args: ReleaseArgs) -> u8 {
+pub async fn release(args: ReleaseArgs, store: Option<&str>) -> u8 {
     let name = match lock_name(&args.lock_name) {
         Ok(name) => name,
         Err(status) => return status,
@@ -46,7 +43,7 @@ pub async fn release(args: ReleaseArgs) -> u8 {
             return 2;
         }
     };
-    let store = match open(args.store.as_deref()).await {
+    let store = match open(store).await {
         Ok((store, _)) => store,
         Err(why) => return fail(why),
     };

@@ -1,4 +1,5 @@
-//! `sfn-lock status LOCK_NAME`: who holds the lock, read and never written.
+//! `sfn-lock status LOCK`: who holds the lock, read and never written; with
+//! `--exit-code`, whether it is held in the exit status too, for scripts.
 
 use clap::Args;
 use sfn_lock::{EpochMillis, LockStore, LockView};
@@ -9,32 +10,45 @@ use crate::store::open;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// The store: dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH
-    /// [default: LOCK_STORE_URL, or LOCK_TABLE_NAME]
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
     /// Print JSON (for scripts).
     #[arg(long)]
     json: bool,
+    /// Exit 0 if the lock is held (a live holder), 3 if it is free (never
+    /// taken, released, or every lease expired), as `systemctl is-active`
+    /// does; without it status is 0 either way. A store error stays 1.
+    #[arg(long)]
+    exit_code: bool,
     /// The lock's name.
+    #[arg(value_name = "LOCK")]
     lock_name: String,
 }
 
-pub async fn status(args: StatusArgs) -> u8 {
+/// `status --exit-code`'s status for a free lock (LSB's "not running").
+const FREE: u8 = 3;
+
+pub async fn status(args: StatusArgs, store: Option<&str>) -> u8 {
     let name = match lock_name(&args.lock_name) {
         Ok(name) => name,
         Err(status) => return status,
     };
-    let store = match open(args.store.as_deref()).await {
+    let store = match open(store).await {
         Ok((store, _)) => store,
         Err(why) => return fail(why),
     };
-    match store.inspect(&name).await {
-        Ok(view) if args.json => println!("{}", view_json(&view, EpochMillis::now())),
-        Ok(view) => print!("{}", describe(&view, EpochMillis::now())),
+    let view = match store.inspect(&name).await {
+        Ok(view) => view,
         Err(error) => return fail(format!("the store failed: {error}")),
+    };
+    // One clock reading for the text, the JSON and the status, so that they agree.
+    let now = EpochMillis::now();
+    match args.json {
+        true => println!("{}", view_json(&view, now)),
+        false => print!("{}", describe(&view, now)),
     }
-    0
+    match args.exit_code && !view.is_held(now) {
+        true => FREE,
+        false => 0,
+    }
 }
 
 /// `status`'s text: the lock, then one line per grant.

@@ -3,18 +3,20 @@
 //! without its lock silently: a lease that cannot be renewed in time sends it
 //! SIGTERM.
 
-// Before the take: this host's clock against the store's. While the command
-// runs: the lease kept alive and the command stopped if it is lost.
+// Its flags. Before the take: this host's clock against the store's. While
+// the command runs: the lease kept alive and the command stopped if it is lost.
+mod args;
 mod clock;
 mod supervise;
 
 use std::time::Duration;
 
-use clap::Args;
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore, Owner,
 };
 use tokio::time::{sleep, Instant};
+
+pub use args::RunArgs;
 
 use crate::store::{host, open_with_sdk};
 use clock::check as check_clock;
@@ -25,44 +27,7 @@ const NOT_OBTAINED: u8 = 111;
 /// The longest pause between two tries while waiting.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    /// The store: dynamodb://TABLE, s3://BUCKET/PREFIX or ssm:///PATH
-    /// [default: LOCK_STORE_URL, or LOCK_TABLE_NAME]
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
-    /// Lease in seconds; renewed in the background while COMMAND runs.
-    #[arg(long, value_name = "SECS", default_value_t = 60)]
-    lease: i64,
-    /// Wait at most this long for the lock [default: for ever].
-    #[arg(long, value_name = "SECS", conflicts_with = "no_wait")]
-    wait: Option<u64>,
-    /// Try once; do not wait.
-    #[arg(short = 'n', long)]
-    no_wait: bool,
-    /// Lock not obtained: exit 0, quietly (for cron jobs that should skip).
-    #[arg(short = 'x')]
-    skip_quietly: bool,
-    /// Lock not obtained: exit with this status instead of 111.
-    #[arg(long, value_name = "N", conflicts_with = "skip_quietly")]
-    conflict_exit_code: Option<u8>,
-    /// How many may hold the lock at once (a semaphore).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    limit: i64,
-    /// The owner to hold the lock as [default: host:pid:random].
-    #[arg(long, value_name = "ID")]
-    owner: Option<String>,
-    /// Say each decision on stderr.
-    #[arg(short, long)]
-    verbose: bool,
-    /// The lock's name.
-    lock_name: String,
-    /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    command: Vec<String>,
-}
-
-pub async fn run(args: RunArgs) -> u8 {
+pub async fn run(args: RunArgs, store: Option<&str>) -> u8 {
     let say = |text: String| eprintln!("sfn-lock: {text}");
     let (lock_name, owner, seconds, limit) = match request(&args) {
         Ok(request) => request,
@@ -71,7 +36,7 @@ pub async fn run(args: RunArgs) -> u8 {
             return 2;
         }
     };
-    let store = match open_with_sdk(args.store.as_deref()).await {
+    let store = match open_with_sdk(store).await {
         Ok((store, url, sdk)) => {
             if args.verbose {
                 say(format!("store {url}, owner {}", owner.as_str()));

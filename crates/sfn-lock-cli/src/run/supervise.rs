@@ -30,10 +30,7 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
-        Err(error) => {
-            eprintln!("sfn-lock: cannot run {:?}: {error}", command[0]);
-            return 127;
-        }
+        Err(error) => return not_started(&command[0], &error),
     };
     let pid = child.id().and_then(|pid| i32::try_from(pid).ok());
     let forward = |signal: i32| {
@@ -85,6 +82,18 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
         (Some(_), 0) => 1,
         _ => code,
     }
+}
+
+/// COMMAND could not be started: 127 if there is no such command, 126 if
+/// there is one that cannot be executed (permissions, not a program, ...),
+/// the shell's and flock's statuses, so a script tells the two from its own.
+fn not_started(program: &str, error: &std::io::Error) -> u8 {
+    let (status, what) = match error.kind() {
+        std::io::ErrorKind::NotFound => (127, "not found"),
+        _ => (126, "not executable"),
+    };
+    eprintln!("sfn-lock: cannot run {program:?}: {what} ({error})");
+    status
 }
 
 /// Renews the lease every third of it; answers why, once it can no longer

@@ -8,10 +8,19 @@ use clap::{ArgGroup, Args};
 use sfn_lock::{Limit, LockName};
 
 use super::flags::{limit, lock_name, lock_name_path, partition};
-use super::template::Mode;
+use super::template::{LockName as Lock, Mode};
 
 #[derive(Args, Debug)]
-#[command(group(ArgGroup::new("lock").required(true).args(["lock_name", "lock_name_path"])))]
+// LOCK, or its old spelling --lock-name, or --lock-name-path: one of them.
+// The two flags exclude each other here (the group); LOCK is told apart
+// from DEFINITION.json by lock_and_definition(), since it is left out when a
+// flag names the lock. (clap's allow_missing_positional would guess instead,
+// and took `wrap LOCK --limit 2 DEF.json`'s LOCK for the definition.)
+#[command(group(ArgGroup::new("lock_flag").args(["deprecated_lock_name", "lock_name_path"])))]
+#[command(
+    override_usage = "sfn-lock wrap [OPTIONS] <LOCK> <DEFINITION.json>\n       \
+    sfn-lock wrap [OPTIONS] --lock-name-path <JSONPATH> <DEFINITION.json>"
+)]
 #[command(
     after_help = "Exit status: 0 with the definition on stdout, and on stderr three lines \
     the output's Comment repeats: which errors hold the lock and why (every error, if any state \
@@ -45,10 +54,16 @@ use super::template::Mode;
     states' ARNs are left as you wrote them."
 )]
 pub struct WrapArgs {
-    /// The lock every execution takes ('${LockName}' leaves it to DefinitionSubstitutions).
-    #[arg(long, value_name = "NAME", value_parser = lock_name)]
-    pub(super) lock_name: Option<LockName>,
-    /// A lock per key: a JSONPath into the execution input, e.g. '$.customerId'.
+    /// The lock every execution takes ('${LockName}' leaves it to DefinitionSubstitutions),
+    /// named as in run, status and release; left out with --lock-name-path.
+    #[arg(value_name = "LOCK", required = true)]
+    lock: Option<PathBuf>,
+    /// Deprecated: LOCK's old spelling, hidden from --help and kept so that scripts
+    /// written for it keep working (completion scripts still list it).
+    #[arg(long = "lock-name", value_name = "NAME", value_parser = lock_name, hide = true)]
+    pub(super) deprecated_lock_name: Option<LockName>,
+    /// A lock per key, instead of LOCK: a JSONPath into the execution input, e.g.
+    /// '$.customerId'.
     #[arg(long, value_name = "JSONPATH", value_parser = lock_name_path)]
     pub(super) lock_name_path: Option<String>,
     /// How many executions may hold the lock at once (1: a mutex; up to 1000: a semaphore).
@@ -96,7 +111,33 @@ pub struct WrapArgs {
     pub(super) partition: String,
     /// The definition to wrap: ASL JSON (JSONPath), with a top-level TimeoutSeconds.
     #[arg(value_name = "DEFINITION.json")]
-    pub(super) definition: PathBuf,
+    definition: Option<PathBuf>,
+}
+
+impl WrapArgs {
+    /// The lock and the definition: `LOCK DEFINITION.json`, or
+    /// `DEFINITION.json` alone after --lock-name-path (or --lock-name). A
+    /// usage error otherwise, one line saying what to give.
+    pub(super) fn lock_and_definition(&self) -> Result<(Lock, PathBuf), String> {
+        let flag = match (&self.deprecated_lock_name, &self.lock_name_path) {
+            (Some(name), _) => Some((Lock::Fixed(name.clone()), "--lock-name")),
+            (None, Some(path)) => Some((Lock::InputPath(path.clone()), "--lock-name-path")),
+            (None, None) => None,
+        };
+        match (&self.lock, &self.definition, flag) {
+            (Some(lock), Some(definition), None) => {
+                let text = lock.to_str().ok_or("a lock name is UTF-8 text")?;
+                Ok((Lock::Fixed(lock_name(text)?), definition.clone()))
+            }
+            (Some(definition), None, Some((lock, _))) => Ok((lock, definition.clone())),
+            (Some(_), Some(_), Some((_, flag))) => Err(format!(
+                "LOCK cannot be used with {flag}: give the lock's name once"
+            )),
+            _ => Err("wrap needs LOCK, the lock's name, before DEFINITION.json \
+                      (or --lock-name-path JSONPATH instead of LOCK)"
+                .into()),
+        }
+    }
 }
 
 /// The default of `--max-wait-seconds`, the template's `MaxWaitSeconds`.

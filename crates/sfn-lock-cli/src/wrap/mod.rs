@@ -1,4 +1,4 @@
-//! `sfn-lock wrap DEFINITION.json`: prints DEFINITION with the lock around
+//! `sfn-lock wrap LOCK DEFINITION.json`: prints DEFINITION with the lock around
 //! its states, so that locking an existing state machine is one command
 //! instead of the README's hand edit ("Adding the lock to your own state
 //! machine").
@@ -29,7 +29,7 @@
 //!   (the Catch's shape and why, the timeout, the lease and what a stack's
 //!   MaxLeaseSeconds must be to grant it, a warning against redrive), then
 //!   the reviewed file's; stderr says the same three things;
-//! - the lock name (`--lock-name`, or `--lock-name-path $.key`, read from
+//! - the lock name (LOCK, or `--lock-name-path $.key`, read from
 //!   `$$.Execution.Input` because the release states do not see the input),
 //!   `--limit`, `--max-wait-seconds` and `--pass-lock-to-workload` are filled
 //!   in; `${AcquireLockFunctionArn}` and `${ReleaseLockFunctionArn}` stay, for
@@ -129,7 +129,7 @@ use std::io::Write;
 
 use args::DEFAULT_MAX_WAIT_SECONDS;
 use pipeline::{wrap_text, Wrapped};
-use template::{LockName, Mode, Settings};
+use template::{Mode, Settings};
 
 pub use args::WrapArgs;
 
@@ -139,12 +139,10 @@ pub fn wrap(args: WrapArgs) -> u8 {
         eprintln!("sfn-lock: --max-wait-seconds is for --mode wait: --mode skip never waits");
         return 2;
     }
-    let lock_name = match (args.lock_name, args.lock_name_path) {
-        (Some(name), _) => LockName::Fixed(name),
-        (None, Some(path)) => LockName::InputPath(path),
-        // clap's ArgGroup requires one of them.
-        (None, None) => {
-            eprintln!("sfn-lock: --lock-name or --lock-name-path is required");
+    let (lock_name, definition) = match args.lock_and_definition() {
+        Ok(resolved) => resolved,
+        Err(usage) => {
+            eprintln!("sfn-lock: {usage}");
             return 2;
         }
     };
@@ -159,8 +157,8 @@ pub fn wrap(args: WrapArgs) -> u8 {
         partition: args.partition,
     };
     let allow_unsafe = args.allow_unsafe_error_handling;
-    let shown = args.definition.display();
-    let wrapped = match std::fs::read_to_string(&args.definition) {
+    let shown = definition.display();
+    let wrapped = match std::fs::read_to_string(&definition) {
         Err(error) => Err(format!("cannot read {shown}: {error}")),
         Ok(text) => {
             wrap_text(&text, &settings, allow_unsafe).map_err(|reason| format!("{shown}: {reason}"))
