@@ -69,10 +69,11 @@ lint:
 	# The DynamoDB-only functions (no S3, no SSM) must build too.
 	cargo clippy -p acquire-lock -p release-lock -p release-execution-locks --no-default-features --quiet -- -D warnings
 
-# The deployed tier (tests/deployed/, not yet in `make test`): template.yaml,
-# unmodified, packaged as `sam package` does and deployed into ministack (a
-# local AWS, tests/requirements-deploy-tier.txt), then driven through the AWS
-# APIs only (scripts/deployed-stack.sh).
+# The deployed tier (tests/deployed/; `make test` runs it as its part
+# "deployed stack"): template.yaml, unmodified, its functions the workspace's
+# debug binaries, packaged as `sam package` does and deployed into ministack
+# (a local AWS, tests/requirements-deploy-tier.txt), then driven through the
+# AWS APIs only (scripts/deployed-stack.sh). Progress on stderr.
 deployed-test: $(MINISTACK_VENV)/.installed
 	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python -m pytest -p no:cacheprovider tests/deployed
 

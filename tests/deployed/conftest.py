@@ -1,7 +1,8 @@
 """The deployed tier's fixtures: template.yaml packaged once and deployed into
 the emulator scripts/deployed-stack.sh runs (AWS_ENDPOINT_URL), once with the
-default parameters and once per variant a test asks for. Each step's time is
-printed at the end of the run."""
+default parameters and once per variant a test asks for. A line per deploy and
+per scenario goes to stderr as it happens (`make test` shows it live); each
+step's time is printed at the end of the run."""
 
 from __future__ import annotations
 
@@ -17,37 +18,59 @@ sys.path.insert(0, str(Path(__file__).parent))
 import deploy  # noqa: E402
 
 TIMES: list[tuple[str, float]] = []
+_CONFIG: pytest.Config | None = None
 
 
-def timed(name):
-    class _Timer:
-        def __enter__(self):
-            self.start = time.monotonic()
+def progress(message: str):
+    """One line on the real stderr, past pytest's capture: the run's progress
+    shows while it runs, not in the report at the end."""
+    capture = _CONFIG.pluginmanager.getplugin("capturemanager") if _CONFIG else None
+    if capture is None:
+        print(f"deployed: {message}", file=sys.stderr, flush=True)
+        return
+    with capture.global_and_fixture_disabled():
+        print(f"deployed: {message}", file=sys.stderr, flush=True)
 
-        def __exit__(self, *exc):
-            TIMES.append((name, time.monotonic() - self.start))
 
-    return _Timer()
+class timed:
+    """Times a step into the summary and says it on stderr when it ends."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.start = time.monotonic()
+
+    def __exit__(self, *exc):
+        seconds = time.monotonic() - self.start
+        TIMES.append((self.name, seconds))
+        progress(f"{self.name}: {'failed' if exc[0] else 'done'} in {seconds:.1f} s")
 
 
 def pytest_configure(config):
+    global _CONFIG
+    _CONFIG = config
     if not os.environ.get("AWS_ENDPOINT_URL", "").startswith("http://127.0.0.1:"):
         raise pytest.UsageError(
             "the deployed tier runs against the local emulator only: "
             "run it through scripts/deployed-stack.sh (make deployed-test)")
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    start = time.monotonic()
-    yield
-    TIMES.append((f"scenario {item.name}", time.monotonic() - start))
+def pytest_runtest_logstart(nodeid, location):
+    progress(f"scenario {nodeid.split('::')[-1]} ...")
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or report.outcome == "failed":
+        name = report.nodeid.split("::")[-1]
+        TIMES.append((f"scenario {name}", report.duration))
+        progress(f"scenario {name}: {report.outcome} in {report.duration:.1f} s")
 
 
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_sep("-", "deployed tier: time per step")
     for name, seconds in TIMES:
-        terminalreporter.write_line(f"  {name:<55} {seconds:6.1f} s")
+        terminalreporter.write_line(f"  {name:<60} {seconds:6.1f} s")
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +86,8 @@ def packaged(aws):
 
 
 def _stack(aws, packaged, name, parameters):
-    with timed(f"deploy {name} {parameters or '(defaults)'}"):
+    progress(f"deploy {name} {parameters or '(defaults)'} ...")
+    with timed(f"deploy {name}"):
         outputs = deploy.deploy(name, packaged.template_url, parameters, aws)
     return {"name": name, "parameters": parameters, "outputs": outputs}
 
