@@ -14,8 +14,13 @@ E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
 .PHONY: demo test tools lint rust-test e2e stores-test deployed-test template-check bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
 
-demo: $(VENV)/.installed node_modules/.installed
-	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5 && cargo run -p sfn-lock --example stores && scripts/demo-cli.sh'
+# The stack deployed into ministack, a local AWS (template.yaml unmodified,
+# as tests/deployed deploys it), and run as a user runs it: the queued and
+# skip-if-running state machines on one lock, a stopped execution's lock
+# freed by the stack's sweep, then the CLI on the same lock (scripts/demo/).
+# About a minute warm; a new machine adds the venv and a debug build.
+demo: $(MINISTACK_VENV)/.installed
+	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python scripts/demo/deployed.py
 
 # Tools, lint, template checks, the Rust suites and the state-machine runs on
 # one local stack, the bench smoke run; each part's time is printed at the end.
