@@ -16,6 +16,8 @@
 #                               credentials and AWS_REGION
 #   SFN_LOCK_DEPLOYED_LOGS      the run's directory: ministack.log (the
 #                               emulator and the functions' output), package/
+#                               (kept a day; the emulator's data is removed on
+#                               exit unless SFN_LOCK_DEPLOYED_KEEP=1)
 #   SFN_LOCK_MINISTACK_PID      the emulator's pid (its process group's id)
 # Needs `make tools` first (.venv-ministack).
 set -euo pipefail
@@ -52,6 +54,12 @@ stop_stack() {
     kill -KILL -- "-$ministack_pid" 2>/dev/null || true
   fi
   wait 2>/dev/null || true
+  # The emulator's data (the function zips in its S3, each function's
+  # unpacked code) is 150 MB a run: gone with the run; the log and the
+  # packaged template stay a day. SFN_LOCK_DEPLOYED_KEEP=1 keeps it all.
+  if [ "${SFN_LOCK_DEPLOYED_KEEP:-}" != 1 ]; then
+    rm -rf "$logs/tmp" "$logs/s3" "$logs/state"
+  fi
 }
 trap stop_stack EXIT INT TERM
 

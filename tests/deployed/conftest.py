@@ -2,7 +2,12 @@
 the emulator scripts/deployed-stack.sh runs (AWS_ENDPOINT_URL), once with the
 default parameters and once per variant a test asks for. A line per deploy and
 per scenario goes to stderr as it happens (`make test` shows it live); each
-step's time is printed at the end of the run."""
+step's time is printed at the end of the run.
+
+Two scenarios wait on the emulator's own clocks (the sweep's grace, the
+scheduler's tick): they are started before the first test
+(background.py) and checked by their tests at the end, so that their waits
+overlap the other scenarios instead of adding to them."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import boto3
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import background  # noqa: E402
 import deploy  # noqa: E402
 
 TIMES: list[tuple[str, float]] = []
@@ -71,6 +77,8 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_sep("-", "deployed tier: time per step")
     for name, seconds in TIMES:
         terminalreporter.write_line(f"  {name:<60} {seconds:6.1f} s")
+    for note in background.NOTES:
+        terminalreporter.write_line(f"  {note}")
 
 
 @pytest.fixture(scope="session")
@@ -105,9 +113,52 @@ def s3_stack(aws, packaged):
 
 
 @pytest.fixture(scope="session")
-def sweep_stack(aws, packaged):
-    """The cleanup chain at its shortest: the queue's delay and the sweep's
-    grace (WorkloadMaxRunSeconds) at their minimums, so that a stopped
-    execution's lock is freed within a minute instead of fifteen."""
-    return _stack(aws, packaged, "sfn-lock-sweep",
-                  {"CleanupDelaySeconds": "20", "WorkloadMaxRunSeconds": "30"})
+def user_resources(aws):
+    """What a user brings to the attach variant: a state machine of their own
+    (with its role) and an SNS topic for the alarms."""
+    return background.user_resources(aws)
+
+
+@pytest.fixture(scope="session")
+def attach_stack(aws, packaged, user_resources):
+    """TargetStateMachineArn: the user's state machine run under the lock by
+    the attach variant; AlarmTopicArn: the alarms notify the user's topic."""
+    return _stack(aws, packaged, "sfn-lock-attach",
+                  {"TargetStateMachineArn": user_resources["target"],
+                   "AlarmTopicArn": user_resources["topic"]})
+
+
+@pytest.fixture(scope="session")
+def swept(aws, packaged):
+    """The cleanup chain at its shortest (CleanupDelaySeconds and
+    WorkloadMaxRunSeconds at their minimums), with a wrapped state machine of
+    the user's own in LockedStateMachineArns; an execution of each holding
+    its lock, stopped, and a watch for the sweep freeing each (background.py)."""
+    def deploy_stack(parameters):
+        return _stack(aws, packaged, "sfn-lock-sweep", parameters)
+
+    with timed("start: two holders stopped, the sweep watched"):
+        return background.stop_two_holders(deploy_stack)
+
+
+@pytest.fixture(scope="session")
+def scheduled(aws, packaged):
+    """LockStore=ssm with a one-time ScheduleExpression, alarms and dashboard
+    off; the CLI holds the schedule's lock from before the stack exists, so
+    the scheduled start finds it held (background.py)."""
+    def deploy_stack(parameters):
+        return _stack(aws, packaged, "sfn-lock-scheduled", parameters)
+
+    with timed("start: the CLI holds, the scheduled stack deployed"):
+        started = background.schedule_behind_the_cli(deploy_stack)
+    yield started
+    started["holder"].stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def started_early(request):
+    """The scenarios that wait on the emulator's clocks, started before the
+    first test when a selected test uses them."""
+    for name in ("swept", "scheduled"):
+        if any(name in item.fixturenames for item in request.session.items):
+            request.getfixturevalue(name)

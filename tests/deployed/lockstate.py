@@ -4,6 +4,7 @@ and polling them with a deadline (never a bare sleep)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from urllib.parse import urlparse
 
@@ -61,6 +62,14 @@ class Lock:
             return None
         return json.loads(body)
 
+    def expires_at(self, owner: str) -> float:
+        """When the owner's lease ends (epoch ms), as the record says; 0 if it
+        holds nothing."""
+        item = self.item() or {}
+        if self.url.scheme == "dynamodb":
+            return float(item["expiresAt"]) if item.get("owner") == owner else 0.0
+        return max((float(h["expiresAt"]) for h in item.get("holders", []) if h.get("owner") == owner), default=0.0)
+
     def holders(self) -> list[str]:
         """The owners (execution ARNs) the record names as holding the lock now."""
         item = self.item()
@@ -75,6 +84,46 @@ class Lock:
     def fencing_token(self) -> int:
         item = self.item() or {}
         return int(item.get("fencingToken", 0))
+
+    def queue_length(self) -> int:
+        """How many executions wait in the lock's queue (DynamoDB only: the
+        other stores keep no queue)."""
+        item = self.item() or {}
+        return int(item.get("queueLength", 0))
+
+
+class Watch(threading.Thread):
+    """poll() from a thread of its own: for a scenario whose moment matters
+    (when a lock was freed) while the other scenarios run meanwhile. Give it
+    a client of its own (boto3 sessions are not thread-safe)."""
+
+    def __init__(self, what, check, timeout, pause=0.5):
+        super().__init__(name=what, daemon=True)
+        self.what, self.check, self.timeout, self.pause = what, check, timeout, pause
+        self.seen_at: float | None = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self):
+        try:
+            # The clock read just before the check that first held: a slow
+            # read cannot make the moment look later than it was.
+            self.seen_at = poll(self.what, self._checked, self.timeout, self.pause)
+        except BaseException as e:  # handed to the test that asks
+            self.error = e
+
+    def _checked(self):
+        before = time.time()
+        return self.check() and before
+
+    def seen(self) -> float:
+        """When check() first held (time.time()); raises what the watch met."""
+        self.join(self.timeout + 10)
+        if self.error is not None:
+            raise self.error
+        if self.seen_at is None:
+            raise Deadline(f"{self.what}: the watch did not finish")
+        return self.seen_at
 
 
 def history(sfn, execution_arn: str) -> list[dict]:
