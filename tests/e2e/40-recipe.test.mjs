@@ -1,5 +1,5 @@
-// The README's recipe for adding the lock to a state machine by hand: the one json block
-// between <!-- recipe:begin --> and <!-- recipe:end --> in README.md, substituted with
+// The recipe for adding the lock to a state machine by hand: the one json block
+// between <!-- recipe:begin --> and <!-- recipe:end --> in docs/modes.md, substituted with
 // the test values and run end to end with the real binaries, exactly as a reader would
 // paste it. Its lock states must stay equal to locked-workflow.asl.json's, field by
 // field (Comments aside), so that the recipe cannot drift from the shipped definition.
@@ -16,7 +16,7 @@ import {
   lockedWorkflowFor,
   namedError,
   readLock,
-  readmeRecipe,
+  docsRecipe,
   releaseAs,
   runExecution,
   startExecution,
@@ -29,7 +29,7 @@ before(warmUp);
 after(closeClients);
 
 const recipeFor = (lockName, values = {}) =>
-  substituteDefinition(readmeRecipe(), { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values }, 'README.md recipe');
+  substituteDefinition(docsRecipe(), { ...TEST_SUBSTITUTIONS, LockName: lockName, ...values }, 'docs/modes.md recipe');
 
 /** The definition without any Comment, at any depth: comments may differ. */
 function withoutComments(value) {
@@ -50,7 +50,7 @@ async function assertReleased(lockName, fencingToken) {
   assert.equal(lock.fencingToken, fencingToken);
 }
 
-describe("the README's recipe", () => {
+describe("the recipe in docs/modes.md", () => {
   for (const [label, lockResultPath] of Object.entries(LOCK_RESULT_PATH)) {
     test(`its lock states equal locked-workflow.asl.json's, field by field (PassLockToWorkload ${label})`, () => {
       const values = { LockResultPath: lockResultPath };

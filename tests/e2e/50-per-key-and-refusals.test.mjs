@@ -1,4 +1,4 @@
-// The per-key variant the README documents (every lock state takes
+// The per-key variant docs/modes.md documents (every lock state takes
 // "lockName.$": "$$.Execution.Input.customerId"), and lock-function refusals
 // passing through the ASL: an InvalidLockRequest or LockStoreMisconfigured
 // from Acquire Lock fails the execution with that very error, runs no
@@ -22,7 +22,7 @@ after(closeClients);
 
 const LOCK_STATES = ['Acquire Lock', 'Release Lock', 'Release Lock After Failure'];
 
-/** locked-workflow.asl.json with the README's per-key change applied to every lock state. */
+/** locked-workflow.asl.json with the per-key change of docs/modes.md applied to every lock state. */
 function perKeyDefinition() {
   const definition = lockedWorkflowFor('unused-fixed-name');
   for (const name of LOCK_STATES) {

@@ -25,7 +25,7 @@ after(closeClients);
 
 const LOCK_STATES = ['Acquire Lock', 'Release Lock', 'Release Lock After Failure'];
 
-/** The README's per-key change applied to every lock state. */
+/** docs/modes.md's per-key change applied to every lock state. */
 function perKey(definition) {
   for (const name of LOCK_STATES) {
     const payload = definition.States[name].Parameters.Payload;

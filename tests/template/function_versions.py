@@ -60,8 +60,8 @@ def _resources(template: dict) -> dict[str, dict]:
 
 
 # Environment variables whose value is fixed for a stack's life: built from its
-# name and its store's resources (never replaced while executions run: README,
-# "Upgrade"); which store they name is LockStore, which the description names.
+# name and its store's resources (never replaced while executions run:
+# docs/upgrading.md); which store they name is LockStore, which the description names.
 STACK_CONSTANT = {"LOCK_STORE_URL", "LOCK_TABLE_NAME", "METRICS_NAMESPACE"}
 STORE_PARAMETER = "LockStore"
 

@@ -72,7 +72,7 @@ def contract_max_lease() -> int:
         raise SystemExit(f"parameter_orderings: {error}") from None
 
 
-ACQUIRE_MAX_LEASE_SECONDS = contract_max_lease()  # 31536000: acquire-lock's leaseSeconds rule (README)
+ACQUIRE_MAX_LEASE_SECONDS = contract_max_lease()  # 31536000: acquire-lock's leaseSeconds rule (docs/contract.md)
 
 Problem = tuple[str, str]  # (rule, message)
 
@@ -350,7 +350,7 @@ def defaults_in_range(template: dict, definitions: Callable[[str], str]) -> list
     return found
 
 
-LOCK_LIMIT_MAX = 1000  # acquire-lock's `limit` rule (README)
+LOCK_LIMIT_MAX = 1000  # acquire-lock's `limit` rule (docs/contract.md)
 
 
 def lock_limit_integers(template: dict, definitions: Callable[[str], str]) -> list[str]:

@@ -18,7 +18,7 @@ pauses) from the definitions; asl-validator checks their shape, not their arithm
   not retried) pauses 0 s.
 - JitterStrategy FULL on the contention retrier, so waiters do not retry in step.
 
-Reads statemachine/*.asl.json and the recipe in README.md.
+Reads statemachine/*.asl.json and the recipe in docs/modes.md.
 Usage: retry_bounds.py | retry_bounds.py --self-test
 """
 
@@ -41,10 +41,11 @@ def load(text: str) -> dict:
 
 def definitions() -> dict[str, dict]:
     found = {path.name: load(path.read_text()) for path in sorted(Path("statemachine").glob("*.asl.json"))}
-    readme = Path("README.md").read_text()
-    recipe = re.search(r"<!-- recipe:begin -->\s*```json\n(.*?)```", readme, re.S)
-    if recipe:
-        found["README recipe"] = load(recipe.group(1))
+    doc = Path("docs/modes.md").read_text()
+    recipe = re.search(r"<!-- recipe:begin -->\s*```json\n(.*?)```", doc, re.S)
+    if not recipe:
+        raise SystemExit("docs/modes.md: no <!-- recipe:begin --> ```json ... ``` block (the recipe moved?)")
+    found["recipe (docs/modes.md)"] = load(recipe.group(1))
     return found
 
 

@@ -1,5 +1,5 @@
 // The state machine definitions as the tests run them: statemachine/*.asl.json (or the
-// README's recipe) with test values put in for CloudFormation's DefinitionSubstitutions,
+// recipe in docs/modes.md) with test values put in for CloudFormation's DefinitionSubstitutions,
 // and the ARNs those values name. Nothing here needs the local stack, so
 // tests/e2e/validate-asl.mjs can load definitions without one.
 
@@ -94,7 +94,7 @@ export function loadDefinition(file, values) {
   return substituteDefinition(text, values, file);
 }
 
-/** loadDefinition for definition text from anywhere (e.g. the README's recipe). */
+/** loadDefinition for definition text from anywhere (e.g. the recipe in docs/modes.md). */
 export function substituteDefinition(text, values, where = 'definition') {
   const substituted = text.replace(PLACEHOLDER, (whole, name) => {
     if (!(name in values)) throw new Error(`${where}: no value for ${whole}`);
@@ -103,19 +103,19 @@ export function substituteDefinition(text, values, where = 'definition') {
   return JSON.parse(substituted);
 }
 
-export const README = new URL('../../../README.md', import.meta.url);
+export const RECIPE_DOC = new URL('../../../docs/modes.md', import.meta.url);
 
 /**
- * The ASL of the README's recipe for adding the lock to a state machine by hand: the one
+ * The ASL of the recipe in docs/modes.md for adding the lock to a state machine by hand: the one
  * fenced json block between the `<!-- recipe:begin -->` and `<!-- recipe:end -->` lines,
  * as text, placeholders unsubstituted.
  */
-export function readmeRecipe() {
-  const text = readFileSync(README, 'utf8');
+export function docsRecipe() {
+  const text = readFileSync(RECIPE_DOC, 'utf8');
   const section = /^<!-- recipe:begin -->\n([\s\S]*?)^<!-- recipe:end -->$/m.exec(text);
-  if (!section) throw new Error('README.md: no <!-- recipe:begin --> ... <!-- recipe:end --> section');
+  if (!section) throw new Error('docs/modes.md: no <!-- recipe:begin --> ... <!-- recipe:end --> section');
   const blocks = [...section[1].matchAll(/^```json\n([\s\S]*?)^```$/gm)];
-  if (blocks.length !== 1) throw new Error(`README.md: the recipe section has ${blocks.length} json blocks, not 1`);
+  if (blocks.length !== 1) throw new Error(`docs/modes.md: the recipe section has ${blocks.length} json blocks, not 1`);
   return blocks[0][1];
 }
 

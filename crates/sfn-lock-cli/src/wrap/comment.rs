@@ -46,7 +46,7 @@ pub(crate) fn comment(
     }
 }
 
-/// The wrapped definition's warning against redrive (README, "Crash safety";
+/// The wrapped definition's warning against redrive (docs/failures.md, "Crash safety";
 /// DESIGN.md, "Redrive").
 const REDRIVE: &str = "Do not redrive an execution of this state machine: redrive re-runs only \
     the states that did not succeed, so after a stop, a timeout or an error no Catch takes \

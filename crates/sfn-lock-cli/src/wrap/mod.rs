@@ -1,7 +1,7 @@
 //! `sfn-lock wrap LOCK DEFINITION.json`: prints DEFINITION with the lock around
 //! its states, so that locking an existing state machine is one command
-//! instead of the README's hand edit ("Adding the lock to your own state
-//! machine").
+//! instead of the hand edit of docs/modes.md ("Recipe: adding the lock to
+//! your own state machine").
 //!
 //! **What the output is.** statemachine/locked-workflow.asl.json
 //! (`--mode wait`) or skip-if-running.asl.json (`--mode skip`), compiled in,
@@ -83,7 +83,7 @@
 //! **Redrive.** Redrive re-runs only the states that did not succeed, so a
 //! wrapped execution redriven after a stop, a timeout or an error no Catch
 //! takes (States.Runtime, States.DataLimitExceeded) re-runs the user's states
-//! without re-acquiring the lock (README, "Crash safety"; DESIGN.md,
+//! without re-acquiring the lock (docs/failures.md, "Crash safety"; DESIGN.md,
 //! "Redrive"). The output's Comment says not to redrive.
 //!
 //! **Refused** (status 1, nothing on stdout): a file that cannot be read, is

@@ -198,8 +198,8 @@ impl Bounds {
 }
 
 /// Whether acquire-lock takes `seconds` as a lease: the library's own rule
-/// (`LeaseSeconds::new`, up to [`MAX_LEASE_SECONDS`], README "The
-/// contract"), so that a wrap never asks for a lease the function refuses.
+/// (`LeaseSeconds::new`, up to [`MAX_LEASE_SECONDS`], docs/contract.md
+/// "acquire-lock"), so that a wrap never asks for a lease the function refuses.
 fn acquire_lock_accepts(seconds: u64) -> bool {
     i64::try_from(seconds).is_ok_and(|seconds| LeaseSeconds::new("leaseSeconds", seconds).is_ok())
 }
@@ -258,7 +258,7 @@ impl Timing {
         )
     }
 
-    /// The lease and what a stack needs to grant it (README, MaxLeaseSeconds).
+    /// The lease and what a stack needs to grant it (docs/deploy.md, MaxLeaseSeconds).
     pub(crate) fn describe_lease(&self) -> String {
         let lease = self.lease;
         format!(

@@ -1,5 +1,5 @@
 //! Which ARNs a wrapped state machine calls and its role grants: wrap's
-//! --help, the README's integration recipe and the stack's outputs must say
+//! --help, the recipe in docs/modes.md and the stack's outputs must say
 //! the same (issue 21): call the published versions, grant every version.
 
 use std::path::Path;
@@ -25,17 +25,20 @@ fn output<'a>(template: &'a str, name: &str) -> &'a str {
 }
 
 #[test]
-fn help_readme_and_outputs_agree_on_the_arns_to_call_and_grant() {
+fn help_docs_and_outputs_agree_on_the_arns_to_call_and_grant() {
     let help = String::from_utf8_lossy(&wrap(&["--help"]).stdout).into_owned();
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    let readme = repo_file("README.md");
+    let recipe_doc = repo_file("docs/modes.md");
     let template = repo_file("template.yaml");
     for version in [
         "AcquireLockFunctionVersionArn",
         "ReleaseLockFunctionVersionArn",
     ] {
         assert!(help.contains(version), "--help names {version}: {help}");
-        assert!(readme.contains(version), "README names {version}");
+        assert!(
+            recipe_doc.contains(version),
+            "docs/modes.md names {version}"
+        );
         let value = output(&template, version);
         assert!(value.contains(".Version"), "{version}: {value}");
     }
@@ -45,8 +48,8 @@ fn help_readme_and_outputs_agree_on_the_arns_to_call_and_grant() {
         "ReleaseLockFunctionArn output>:*",
     ] {
         assert!(
-            readme.contains(grant),
-            "README's IAM statement grants {grant}"
+            recipe_doc.contains(grant),
+            "docs/modes.md's IAM statement grants {grant}"
         );
     }
     assert!(

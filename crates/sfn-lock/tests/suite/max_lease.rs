@@ -61,7 +61,7 @@ async fn a_lease_above_the_cap_is_refused_and_writes_nothing() {
 }
 
 /// The cap bounds one request's lease, not a holding: a caller that keeps
-/// renewing (naming the owner is enough) keeps the lock past it. README,
+/// renewing (naming the owner is enough) keeps the lock past it. docs/operating.md,
 /// "Trust model", says so; this test keeps it true.
 #[tokio::test]
 async fn the_cap_bounds_each_lease_and_renewals_extend_the_holding() {

@@ -433,7 +433,7 @@ async fn a_claim_of_an_owed_wake_up_never_shortens_a_renewed_lease() {
     store.release(&lock, &owner("a"), now).await.unwrap();
     let output = woken_with(&first);
     assert_eq!(output["owner"], b_owner.as_str());
-    // B's workload renews with a longer lease (README, "Renewal").
+    // B's workload renews with a longer lease (docs/modes.md, "The workload's lock: fencing token and renewal").
     let long = store
         .acquire(&lock, &b_owner, lease(600), now.plus_seconds(40))
         .await
