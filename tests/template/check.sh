@@ -109,6 +109,14 @@
 #                                   differs and the command that regenerates it
 # 23. asl-validator rendered        the committed rendered definitions, as a user pastes them
 #                                   into Workflow Studio, pass asl-validator's CLI
+# 24. doc links (+ self-test)      every relative link and #anchor in README.md, docs/,
+#                                   CONTRIBUTING.md, DESIGN.md, CHANGELOG.md, bench/README.md
+#                                   and tests/deployed/README.md resolves (GitHub's heading
+#                                   slugs); the README's shell blocks name only template
+#                                   parameters and outputs and sfn-lock subcommands and flags
+#                                   that exist (asked of target/debug/sfn-lock, which must be
+#                                   built: make test builds it first); template names in the
+#                                   docs' code spans exist; docs/deploy.md lists every parameter
 #
 # The cfn-guard rules (guard/*.guard) are tested first, each file against its
 # fixtures (guard/*.tests.yaml: `cfn-guard test`, step "cfn-guard self-test").
@@ -240,6 +248,8 @@ step "deploy target" "$PY" "$HERE/deploy_target.py" Makefile
 step "pictures self-test" "$PY" "$HERE/pictures_test.py"
 step "rendered drift" "$PY" scripts/render.py --check
 step "asl-validator rendered" validate_rendered
+step "doc links self-test" "$PY" "$HERE/doc_links.py" --self-test
+step "doc links" "$PY" "$HERE/doc_links.py"
 
 for name in "${failures[@]}"; do
     echo "failed: $name"
