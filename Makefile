@@ -1,7 +1,9 @@
-# sfn-lock: every target runs on this machine against the local stack
-# (scripts/local-stack.sh: moto as DynamoDB, cargo lambda watch serving the
-# real binaries). `make demo` and `make test` install what they need first,
-# idempotently, into .venv* and node_modules.
+# sfn-lock: every target runs on this machine, no AWS account: the Rust
+# suites and state-machine runs on scripts/local-stack.sh (moto, cargo lambda
+# watch serving the real binaries), `make demo` and the deployed tier on
+# scripts/deployed-stack.sh (ministack, template.yaml deployed unmodified).
+# `make demo` and `make test` install what they need first, into a cache
+# outside the clone linked in as .venv* and node_modules (scripts/tools.sh).
 
 VENV := .venv
 LINT_VENV := .venv-lint
@@ -59,7 +61,7 @@ explore-bugs: $(VENV)/.installed
 # after it) applies the hand mutations in tests/mutants/hand_mutations.py to
 # scratch copies, each run against the cheapest test that must fail on it (a
 # tests/template/check.sh step, or one e2e file on one local stack); about 80 s.
-# The last recorded score is in the README (Tests).
+# The last recorded score is in CONTRIBUTING.md (Tests).
 mutants: $(VENV)/.installed
 	cargo install cargo-mutants --locked --version 27.1.0
 	scripts/local-stack.sh cargo mutants -p sfn-lock --in-place $(MUTANTS_ARGS)

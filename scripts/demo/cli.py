@@ -17,7 +17,7 @@ from machines import QUEUED, granted_token, skipped
 from stack import LOCK_NAME, ROOT, poll
 
 BINARY = ROOT / "target" / "debug" / "sfn-lock"
-# No conflict: 111, as setlock answers (README, "From a shell").
+# No conflict: 111, as setlock answers (docs/cli.md).
 NOT_OBTAINED = 111
 # The command run under the lock: says what it sees, then waits for the demo
 # to tell it to end (a file appearing), so the demo decides how long it holds.
@@ -80,7 +80,7 @@ def command_line(stack, story, cli: Cli) -> None:
 
 def wrap(story, cli: Cli) -> None:
     """The lock put around a state machine of your own: wrap prints the
-    definition with the lock's states around yours (README, "From a shell")."""
+    definition with the lock's states around yours (docs/cli.md)."""
     sample = "tests/e2e/fixtures/wrap-sample.asl.json"
     done = cli.run("wrap", "--lock-name", LOCK_NAME, str(ROOT / sample))
     definition = json.loads(done.stdout)

@@ -48,7 +48,7 @@ def main() -> int:
         story.fail(error, os.environ.get("SFN_LOCK_DEPLOYED_LOGS"))
         return 1
     print(f"\nsfn-lock demo: done in {story.elapsed():.0f} s. The same in a test: make deployed-test "
-          "(tests/deployed/); deploying to AWS: README, \"Deploy\".")
+          "(tests/deployed/); deploying to AWS: docs/deploy.md.")
     return 0
 
 
