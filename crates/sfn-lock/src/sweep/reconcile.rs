@@ -175,7 +175,11 @@ impl<S: LockStore, E: Executions, Q: Requeue> Sweeper<S, E, Q> {
             left(locks_deadline),
             unpaced(self.store.list_held(limits.locks)),
         )
-        .await?;
+        .await
+        .inspect_err(|error| {
+            warn!(error = %error, decision = "failed",
+                  "reconciler: could not list the held locks; the next run looks again");
+        })?;
         report.locks_looked_at = listed.locks.len();
         report.truncated = listed.truncated;
         let mut owners: Vec<&str> = Vec::new();

@@ -103,6 +103,7 @@ async fn silent_sweeper(grace_seconds: u32) -> ConfiguredSweeper {
 
 #[tokio::test]
 async fn a_reconciler_run_whose_listing_is_cut_fails_naming_the_budget() {
+    let captured = Captured::start();
     let answer = handle_sweep(
         &silent_sweeper(0).await,
         invocation(json!({"sfnLockReconcile": {}})),
@@ -118,6 +119,11 @@ async fn a_reconciler_run_whose_listing_is_cut_fails_naming_the_budget() {
         diagnostic.error_message.contains(BUDGET_CUT),
         "{diagnostic:?}"
     );
+    // The run's one decision, logged: the runtime's own echo of an error is
+    // off (lambda/logging.rs), so a silent failure would leave no line at all.
+    let lines = captured.lines();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0]["fields"]["decision"], "failed", "{lines:#?}");
 }
 
 #[tokio::test]
