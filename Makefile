@@ -104,10 +104,16 @@ bench-smoke: tools
 # holds only them (deploy/requirements.txt, hash-pinned): no test tool is
 # installed where the credentials are. The arm64 build needs the aarch64 Rust
 # target (zig arrives with cargo-lambda). tests/template/deploy_target.py checks this.
+# PARAMS: template parameters, passed to sam deploy --parameter-overrides as one
+# argument (SAM splits it: Name=Value ..., a value with spaces in double quotes):
+#   make deploy PARAMS="TargetStateMachineArn=arn:aws:states:... LockName=nightly-etl"
+# Given, they replace samconfig.toml's parameter_overrides; empty, sam deploy
+# uses those, or the template's defaults.
+PARAMS ?=
 deploy: $(DEPLOY_VENV)/.installed
 	rustup target add aarch64-unknown-linux-gnu
 	PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam build
-	$(DEPLOY_VENV)/bin/sam deploy
+	$(DEPLOY_VENV)/bin/sam deploy $(if $(strip $(PARAMS)),--parameter-overrides '$(PARAMS)')
 
 tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed $(MINISTACK_VENV)/.installed node_modules/.installed
 

@@ -117,6 +117,9 @@
 #                                   that exist (asked of target/debug/sfn-lock, which must be
 #                                   built: make test builds it first); template names in the
 #                                   docs' code spans exist; docs/deploy.md lists every parameter
+# 25. parameter interface (+ self-test)  Metadata's AWS::CloudFormation::Interface (the
+#                                   console's form): every parameter in exactly one group
+#                                   and labelled; no group or label names a non-parameter
 #
 # The cfn-guard rules (guard/*.guard) are tested first, each file against its
 # fixtures (guard/*.tests.yaml: `cfn-guard test`, step "cfn-guard self-test").
@@ -250,6 +253,8 @@ step "rendered drift" "$PY" scripts/render.py --check
 step "asl-validator rendered" validate_rendered
 step "doc links self-test" "$PY" "$HERE/doc_links.py" --self-test
 step "doc links" "$PY" "$HERE/doc_links.py"
+step "parameter interface self-test" "$PY" "$HERE/parameter_interface.py" --self-test
+step "parameter interface" "$PY" "$HERE/parameter_interface.py" template.yaml
 
 for name in "${failures[@]}"; do
     echo "failed: $name"

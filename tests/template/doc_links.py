@@ -7,7 +7,8 @@
    -1, -2 ... for repeats) or an explicit <a name/id>. Links in code blocks
    and code spans are text, not links.
 2. The README's shell blocks name only what exists: each Name= after
-   --parameter-overrides is a template parameter; each output read with
+   --parameter-overrides, and in `make deploy PARAMS="Name=... ..."`, is a
+   template parameter; each output read with
    `out NAME` (or OutputKey=='NAME') is a template output; each `sfn-lock SUB
    --flag` is a subcommand whose --help shows that flag, asked of the built
    binary (target/debug/sfn-lock: build it with `cargo build -p
@@ -222,14 +223,22 @@ def check_readme_commands(root: Path) -> list[str]:
     counted = {"parameter": 0, "output": 0, "sfn-lock": 0}
     for block in blocks:
         for command, tokens in shell_commands(block):
+            overrides = []
             if "--parameter-overrides" in tokens:
                 for token in tokens[tokens.index("--parameter-overrides") + 1 :]:
                     if token.startswith("-"):
                         break
-                    name = token.split("=", 1)[0]
-                    counted["parameter"] += 1
-                    if name not in parameters:
-                        problems.append(f"README: --parameter-overrides {name}=...: template.yaml has no parameter {name}")
+                    overrides.append(token)
+            if tokens[:2] == ["make", "deploy"]:
+                # make deploy PARAMS="A=1 B=2": one word, which sam deploy splits.
+                for token in tokens[2:]:
+                    if token.startswith("PARAMS="):
+                        overrides += shlex.split(token[len("PARAMS="):])
+            for token in overrides:
+                name = token.split("=", 1)[0]
+                counted["parameter"] += 1
+                if name not in parameters:
+                    problems.append(f"README: --parameter-overrides {name}=...: template.yaml has no parameter {name}")
             for name in re.findall(r"\$\(out (\w+)\)|OutputKey=='(\w+)'", command):
                 name = next(n for n in name if n)
                 counted["output"] += 1
