@@ -80,7 +80,8 @@ deployed-test: $(MINISTACK_VENV)/.installed
 # for each statement of each function's role policies, a deploy without it,
 # with ministack's IAM evaluation on, and the scenarios; a table of which
 # removals a test noticed. 40 min for the whole table (tests/deployed/README.md,
-# "IAM on"); IAM_MUTANTS="GrantOrRenew DeferEarly" runs those whose "Function Sid" contains a word. `make deployed-test
+# "IAM on"); IAM_MUTANTS="GrantOrRenew DeferEarly" runs only the mutants whose
+# "Function Sid" contains one of the words. `make deployed-test
 # SFN_LOCK_DEPLOYED_AUTH=true` runs the tier itself with IAM on.
 deployed-iam-mutants: $(MINISTACK_VENV)/.installed
 	$(MINISTACK_VENV)/bin/python tests/deployed/iam_mutants.py $(IAM_MUTANTS)
