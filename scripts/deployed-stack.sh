@@ -19,6 +19,8 @@
 #                               (kept a day; the emulator's data is removed on
 #                               exit unless SFN_LOCK_DEPLOYED_KEEP=1)
 #   SFN_LOCK_MINISTACK_PID      the emulator's pid (its process group's id)
+#   SFN_LOCK_IAM_CALLS          with SFN_LOCK_DEPLOYED_AUTH=true: the JSON
+#                               lines of the functions' IAM decisions
 # Needs `make tools` first (.venv-ministack).
 set -euo pipefail
 
@@ -40,6 +42,31 @@ export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 # Nothing from the developer's own AWS configuration.
 export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
 unset AWS_PROFILE AWS_SESSION_TOKEN
+
+# SFN_LOCK_DEPLOYED_AUTH=true: ministack's IAM evaluation on (AUTH=true), so
+# each function runs under a session of its own execution role and every call
+# the binaries make is checked against the template's policies; started
+# through tests/deployed/iam_recorder.py, which writes each decision for a
+# role to $logs/iam-calls.jsonl (ministack logs none). The `test` key above
+# stays the account root: the tests and the deploy are not limited.
+# With IAM on, TLS too (USE_SSL): the template's LockBucketPolicy denies every
+# request without aws:SecureTransport, which ministack then evaluates for the
+# functions' roles. A certificate of this run's own for 127.0.0.1, trusted
+# through SSL_CERT_FILE (the binaries' rustls-native-certs, Python's ssl) and
+# AWS_CA_BUNDLE (boto3); the function processes inherit both.
+launch=("$venv/bin/ministack")
+scheme=http
+if [ "${SFN_LOCK_DEPLOYED_AUTH:-}" = true ]; then
+  export SFN_LOCK_IAM_CALLS="$logs/iam-calls.jsonl"
+  launch=("$venv/bin/python" "$root/tests/deployed/iam_recorder.py")
+  scheme=https
+  mkdir -p "$logs/tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:FALSE \
+    -keyout "$logs/tls/key.pem" -out "$logs/tls/cert.pem" 2>/dev/null
+  export USE_SSL=1 MINISTACK_SSL_CERT="$logs/tls/cert.pem" MINISTACK_SSL_KEY="$logs/tls/key.pem"
+  export SSL_CERT_FILE="$logs/tls/cert.pem" AWS_CA_BUNDLE="$logs/tls/cert.pem"
+fi
 
 ministack_pid=
 stop_stack() {
@@ -67,7 +94,7 @@ trap stop_stack EXIT INT TERM
 # (it probes first and exits): on a lost race, pick another and try again.
 for attempt in 1 2 3; do
   port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+  export AWS_ENDPOINT_URL="$scheme://127.0.0.1:$port"
   # BIND_HOST: 127.0.0.1 only (its default is every interface). MINISTACK_HOST:
   # the host in the URLs it hands out (queue URLs, ...); "localhost" may
   # resolve to ::1, where nothing listens. LAMBDA_EXECUTOR=local: functions
@@ -75,11 +102,11 @@ for attempt in 1 2 3; do
   # this run's own, so two runs never share files.
   GATEWAY_PORT=$port BIND_HOST=127.0.0.1 MINISTACK_HOST=127.0.0.1 \
     LAMBDA_EXECUTOR=local TMPDIR="$logs/tmp" S3_DATA_DIR="$logs/s3" STATE_DIR="$logs/state" \
-    setsid "$venv/bin/ministack" >"$logs/ministack.log" 2>&1 &
+    setsid "${launch[@]}" >"$logs/ministack.log" 2>&1 &
   ministack_pid=$!
-  if "$venv/bin/python" - "$port" "$ministack_pid" "$logs/ministack.log" <<'PY'
+  if "$venv/bin/python" - "$AWS_ENDPOINT_URL" "$ministack_pid" "$logs/ministack.log" <<'PY'
 import os, sys, time, urllib.request
-port, pid, log = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+url, pid, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:
     try:
@@ -88,13 +115,13 @@ while time.monotonic() < deadline:
         sys.exit(3)
     # Its own readiness route, not just a listening socket.
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_ministack/health", timeout=2) as r:
+        with urllib.request.urlopen(f"{url}/_ministack/health", timeout=2) as r:
             if r.status == 200:
                 sys.exit(0)
     except OSError:
         pass
     time.sleep(0.2)
-sys.exit(f"deployed-stack: ministack did not answer on 127.0.0.1:{port} within 120 s; see {log}")
+sys.exit(f"deployed-stack: ministack did not answer on {url} within 120 s; see {log}")
 PY
   then
     break

@@ -56,7 +56,8 @@ class timed:
 def pytest_configure(config):
     global _CONFIG
     _CONFIG = config
-    if not os.environ.get("AWS_ENDPOINT_URL", "").startswith("http://127.0.0.1:"):
+    # https with IAM on (SFN_LOCK_DEPLOYED_AUTH, scripts/deployed-stack.sh).
+    if not os.environ.get("AWS_ENDPOINT_URL", "").startswith(("http://127.0.0.1:", "https://127.0.0.1:")):
         raise pytest.UsageError(
             "the deployed tier runs against the local emulator only: "
             "run it through scripts/deployed-stack.sh (make deployed-test)")
