@@ -156,10 +156,17 @@ def scheduled(aws, packaged):
     started["holder"].stop()
 
 
+@pytest.fixture(scope="session")
+def no_samples(aws, packaged):
+    """SampleStateMachines=false with the attach wrapper (test_no_samples.py)."""
+    import test_no_samples
+    return test_no_samples.start(aws, lambda p: _stack(aws, packaged, test_no_samples.STACK, p))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def started_early(request):
     """The scenarios that wait on the emulator's clocks, started before the
     first test when a selected test uses them."""
-    for name in ("swept", "scheduled"):
+    for name in ("swept", "scheduled", "no_samples"):
         if any(name in item.fixturenames for item in request.session.items):
             request.getfixturevalue(name)
