@@ -71,6 +71,12 @@ def enforce(*args, **kwargs):
     return answer
 
 
+# Where ministack authorizes differently from AWS, the AWS way first
+# (ministack_patches.py); the recorder then wraps the patched enforce.
+import ministack_patches  # noqa: E402
+
+ministack_patches.apply()
+
 # app.py imports enforce inside its request handler (from ... import), and
 # enforce() calls evaluate by its module global: both see the replacements.
 _enforce = iam_evaluator.enforce
