@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use sfn_lock::{
     AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, Limit, LockName, LockStore, Owner,
+    StoreError,
 };
 use tokio::time::{sleep, Instant};
 
@@ -65,6 +66,12 @@ pub async fn run(args: RunArgs, store: Option<&str>) -> u8 {
         }
         Taken::Failed(why) => {
             say(why);
+            // The failed acquire's write may have landed, its answer lost
+            // (an attempt timeout, a dropped connection): left alone, this
+            // run's owner would hold the lock for --lease with nobody to use
+            // it. The release is conditional on this owner, so it frees only
+            // what this run may have taken.
+            release(&store, &lock_name, &owner, limit, args.verbose).await;
             return 1;
         }
     };
@@ -83,23 +90,27 @@ pub async fn run(args: RunArgs, store: Option<&str>) -> u8 {
         limit,
     };
     let status = supervise(&held, &args.command).await;
-    match held
-        .store
-        .release_with_limit(
-            &held.lease.lock_name,
-            &held.lease.owner,
-            limit,
-            EpochMillis::now(),
-        )
+    release(&held.store, &lock_name, &owner, limit, args.verbose).await;
+    status
+}
+
+/// Releases what `owner` holds of the lock, saying so with --verbose; a
+/// store error only delays the lock's freedom until the lease ends.
+async fn release(
+    store: &AnyStore,
+    lock_name: &LockName,
+    owner: &Owner,
+    limit: Limit,
+    verbose: bool,
+) {
+    match store
+        .release_with_limit(lock_name, owner, limit, EpochMillis::now())
         .await
     {
-        Ok(outcome) if args.verbose => say(format!("released: {outcome:?}")),
+        Ok(outcome) if verbose => eprintln!("sfn-lock: released: {outcome:?}"),
         Ok(_) => {}
-        Err(error) => say(format!(
-            "could not release (its lease will end it): {error}"
-        )),
+        Err(error) => eprintln!("sfn-lock: could not release (its lease will end it): {error}"),
     }
-    status
 }
 
 fn request(args: &RunArgs) -> Result<(LockName, Owner, LeaseSeconds, Limit), String> {
@@ -152,6 +163,8 @@ async fn take(
         let outcome = store
             .acquire_with_limit(lock_name, owner, seconds, limit, EpochMillis::now())
             .await;
+        let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        let may_wait = !args.no_wait && left != Some(Duration::ZERO);
         let contention = match outcome {
             Ok(AcquireOutcome::Granted(lease) | AcquireOutcome::Renewed(lease)) => {
                 return Taken::Lease(lease)
@@ -159,6 +172,15 @@ async fn take(
             Ok(AcquireOutcome::Held(contention)) => contention,
             Ok(AcquireOutcome::Queued { .. }) => {
                 return Taken::Failed("the store queued a caller that did not ask to".into())
+            }
+            // Inside the wait bound a store that does not answer is one more
+            // reason to wait, as for the functions (StoreUnavailableWhileWaiting):
+            // one transient error must not end a long wait. If the write
+            // landed, the next try renews it (same owner).
+            Err(StoreError::Unavailable(detail)) if may_wait => {
+                eprintln!("sfn-lock: the store did not answer, trying again: {detail}");
+                pause(&mut backoff, left).await;
+                continue;
             }
             Err(error) => return Taken::Failed(format!("the store failed: {error}")),
         };
@@ -177,8 +199,7 @@ async fn take(
             lock_name.as_str(),
             holders.join(", ")
         );
-        let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-        if args.no_wait || left == Some(Duration::ZERO) {
+        if !may_wait {
             return Taken::NotObtained(format!("{held}: not obtained"));
         }
         // Who it waits for, whenever that changes (each try with --verbose):
@@ -192,11 +213,15 @@ async fn take(
             eprintln!("sfn-lock: {held}; waiting ({bound})");
             announced = Some(owners);
         }
-        // The last try comes at the deadline, not a pause before it.
-        let pause = jittered(backoff).min(left.unwrap_or(Duration::MAX));
-        sleep(pause).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        pause(&mut backoff, left).await;
     }
+}
+
+/// Sleeps about `backoff`, doubled for next time up to [`MAX_BACKOFF`]. The
+/// last try comes at the deadline (`left`), not a pause before it.
+async fn pause(backoff: &mut Duration, left: Option<Duration>) {
+    sleep(jittered(*backoff).min(left.unwrap_or(Duration::MAX))).await;
+    *backoff = (*backoff * 2).min(MAX_BACKOFF);
 }
 
 /// Between half and all of `backoff`, so that waiters spread out.

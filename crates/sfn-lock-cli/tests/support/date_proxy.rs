@@ -127,7 +127,7 @@ fn shifted(line: &str, seconds: i64) -> Option<String> {
         .ok()
 }
 
-fn header(head: &str, wanted: &str) -> Option<String> {
+pub fn header(head: &str, wanted: &str) -> Option<String> {
     head.lines().find_map(|line| {
         let (name, value) = line.split_once(':')?;
         name.eq_ignore_ascii_case(wanted)
@@ -137,7 +137,7 @@ fn header(head: &str, wanted: &str) -> Option<String> {
 
 /// The request's head (without the caller's Connection header: the proxy
 /// sets its own) and its body, by Content-Length.
-fn read_request(caller: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+pub fn read_request(caller: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut bytes = Vec::new();
     let mut chunk = [0_u8; 8192];
     let head_end = loop {

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses a different part
 
 pub mod date_proxy;
+pub mod losing_proxy;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
