@@ -17,8 +17,9 @@ Exit status:
          status --exit-code: the lock is held
   1      the store failed or is misconfigured (nothing else done); run: this
          host's clock is too far off the store's, or the lock was lost while
-         COMMAND ran (it was sent SIGTERM); release --owner: that owner holds
-         nothing; wrap: DEFINITION cannot be read or wrapped
+         COMMAND ran (it was sent SIGTERM; 1 whatever it then exited with);
+         release --owner: that owner holds nothing; wrap: DEFINITION cannot
+         be read or wrapped
   2      usage error: a bad flag, value, lock name or owner; release without
          --force (nothing read, taken, run or written)
   3      status --exit-code: the lock is free (as systemctl is-active)
@@ -52,7 +53,9 @@ pub enum Command {
     /// this host's clock is more than 4 s off the store's (even with -x), or
     /// the lock was lost while it ran (COMMAND is sent SIGTERM at once); 2
     /// for a usage error.
-    #[command(after_help = EXIT_STATUS)]
+    // A flag given twice means it once, the last value winning, as getopt(3)
+    // has it in flock and setlock: scripts build command lines from pieces.
+    #[command(after_help = EXIT_STATUS, args_override_self = true)]
     Run(run::RunArgs),
     /// Show who holds LOCK: holders, their leases and fencing tokens.
     ///

@@ -73,6 +73,14 @@ fn flock_and_setlock_spellings_mean_what_they_do_there() {
     let once = run_held(&lock, &["-N", "-n"]);
     assert_eq!(once.status.code(), Some(111));
     assert!(!stderr(&once).contains("waiting"), "{}", stderr(&once));
+    // A flag given twice means it once, as in flock and setlock (scripts
+    // build command lines from pieces).
+    let twice = run_held(&lock, &["-n", "-n"]);
+    assert_eq!(twice.status.code(), Some(111), "{}", stderr(&twice));
+    assert!(!stderr(&twice).contains("waiting"), "{}", stderr(&twice));
+    let twice = run_held(&lock, &["-N", "-N", "-w", "1"]);
+    assert_eq!(twice.status.code(), Some(111), "{}", stderr(&twice));
+    assert!(stderr(&twice).contains("waiting (up to 1 s)"));
 }
 
 #[test]

@@ -18,8 +18,18 @@ pub(crate) struct Held {
     pub limit: Limit,
 }
 
-/// Runs the command; forwards SIGINT, SIGTERM and SIGHUP to it; renews the
-/// lease; sends it SIGTERM if the lease is lost. The run's exit status.
+/// Runs the command; forwards SIGTERM and SIGHUP to it (SIGINT and SIGQUIT
+/// only if it left our process group); renews the lease; sends it SIGTERM if
+/// the lease is lost. The run's exit status.
+///
+/// The command stays in sfn-lock's process group, as under flock(1): job
+/// control works as for any foreground job (Ctrl-Z stops both, the command
+/// can read the terminal). A terminal's Ctrl-C and Ctrl-\ go to that whole
+/// group, the command included, so forwarding them too would deliver each
+/// twice, and tools such as terraform take a second interrupt as "stop now,
+/// ungracefully". sfn-lock only catches them, so that it lives on to release
+/// the lock once the command has decided what to do. SIGTERM and SIGHUP are
+/// forwarded: they are how a supervisor or `kill PID` stops sfn-lock alone.
 pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
     let lease = &held.lease;
     let spawned = Command::new(&command[0])
@@ -39,12 +49,24 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
             unsafe { libc::kill(pid, signal) };
         }
     };
+    // A terminal's signal already reached a command in our group; one that
+    // moved to a group of its own (setsid, a shell's job control) gets ours.
+    let forward_unless_grouped = |signal: i32| {
+        if let Some(pid) = pid {
+            // SAFETY: getpgid(2)/getpgrp(2) read ids; no memory is touched.
+            let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgrp()) };
+            if theirs != ours {
+                forward(signal);
+            }
+        }
+    };
     let mut signals = match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
         signal(SignalKind::hangup()),
+        signal(SignalKind::quit()),
     ) {
-        (Ok(int), Ok(term), Ok(hup)) => (int, term, hup),
+        (Ok(int), Ok(term), Ok(hup), Ok(quit)) => (int, term, hup, quit),
         _ => {
             forward(libc::SIGTERM);
             eprintln!("sfn-lock: cannot watch signals; stopped the command");
@@ -57,9 +79,10 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            _ = signals.0.recv() => forward(libc::SIGINT),
+            _ = signals.0.recv() => forward_unless_grouped(libc::SIGINT),
             _ = signals.1.recv() => forward(libc::SIGTERM),
             _ = signals.2.recv() => forward(libc::SIGHUP),
+            _ = signals.3.recv() => forward_unless_grouped(libc::SIGQUIT),
             why = &mut heartbeat, if lost.is_none() => {
                 eprintln!("sfn-lock: {why}: the lock's protection is gone, sending the command SIGTERM");
                 forward(libc::SIGTERM);
@@ -78,9 +101,12 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
             1
         }
     };
-    match (lost, code) {
-        (Some(_), 0) => 1,
-        _ => code,
+    // A lost lock is 1 whatever the command made of our SIGTERM (died of
+    // it: 143; trapped it: its own status): one status for scripts to test,
+    // as the exit table says, rather than one that looks like COMMAND's.
+    match lost {
+        Some(_) => 1,
+        None => code,
     }
 }
 
