@@ -10,6 +10,7 @@ import datetime
 import json
 import subprocess
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -88,7 +89,8 @@ def _hold_and_stop(aws, machine: str, store_url: str, lock_name: str, input_: di
     stopped = sfn.describe_execution(executionArn=arn)
     # Watched from a thread of its own, with a client of its own.
     watched = Lock(boto3.Session(), store_url, lock_name)
-    watch = Watch(f"the sweep frees {lock_name} of stopped {arn}", lambda: watched.holders() == [],
+    # Not "free": a queued waiter may be handed the lock by the same write.
+    watch = Watch(f"the sweep frees {lock_name} of stopped {arn}", lambda: arn not in watched.holders(),
                   timeout=SWEEP_DEADLINE_SECONDS)
     return {"arn": arn, "status": stopped["status"], "stopped_at": stopped["stopDate"].timestamp(),
             "watch": watch}
@@ -110,7 +112,20 @@ def stop_two_holders(deploy_stack) -> dict:
                                 {"sleepSeconds": WORKLOAD_SECONDS}),
         "user": _hold_and_stop(aws, user_arn, store, USER_LOCK_NAME, {"waitSeconds": WORKLOAD_SECONDS}),
     }
-    return {"stack": stack, "stopped": stopped}
+    # A queued execution waits behind the stopped holder: the sweep's release
+    # hands it the lock (test_sweep_handoff.py).
+    sfn, lock = aws.client("stepfunctions"), Lock(aws, store, DEFAULT_LOCK_NAME)
+    waiter = sfn.start_execution(stateMachineArn=outputs["QueuedWorkflowStateMachineArn"],
+                                 name=f"waiter-{uuid.uuid4().hex[:8]}",
+                                 input=json.dumps({"sleepSeconds": 0, "who": "waiter"}))["executionArn"]
+    poll("the waiter queued behind the stopped holder", lambda: lock.queue_length() == 1, timeout=60)
+    # The reconciler (ReconcileSchedule's input, by Lambda Invoke) while both
+    # stopped holders are inside their grace: it must look and keep them.
+    answer = aws.client("lambda").invoke(FunctionName=outputs["ReleaseExecutionLocksFunctionArn"],
+                                         Payload=json.dumps({"sfnLockReconcile": {}}))
+    reconciled = {"error": answer.get("FunctionError"), "report": json.loads(answer["Payload"].read()),
+                  "at": time.time()}
+    return {"stack": stack, "stopped": stopped, "waiter": waiter, "reconciled": reconciled}
 
 
 def schedule_behind_the_cli(deploy_stack) -> dict:

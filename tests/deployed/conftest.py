@@ -74,6 +74,15 @@ def pytest_runtest_logreport(report):
         progress(f"scenario {name}: {report.outcome} in {report.duration:.1f} s")
 
 
+def pytest_sessionfinish(session):
+    """IAM on: a function call ministack denied fails the run, named, even
+    if no test noticed it (iam-calls.jsonl, iam_calls.py)."""
+    import iam_calls
+    if denied := iam_calls.not_allowed():
+        progress("function calls not allowed (iam-calls.jsonl):\n  " + "\n  ".join(denied))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_sep("-", "deployed tier: time per step")
     for name, seconds in TIMES:
