@@ -87,3 +87,16 @@ def test_scheduled_start_skips_while_the_cli_holds(aws, scheduled):
     after = cli.status(outputs["LockStoreUrl"], LOCK_NAME)
     assert after["held"] is False and after["holders"] == [], after
     assert after["fencingToken"] == scheduled["token"], "nothing but the CLI took the lock"
+
+
+def test_the_reconciler_lists_the_ssm_stores_locks(aws, scheduled):
+    """The reconciler's input, by Lambda Invoke, on the SSM stack: its listing
+    is GetParametersByPath on the store's root path, which AWS authorizes
+    against that path's own ARN (".../parameter/sfn-lock/STACK"), not one
+    under it; with IAM on, a grant of ".../STACK/*" alone denies every run."""
+    outputs = scheduled["stack"]["outputs"]
+    answer = aws.client("lambda").invoke(FunctionName=outputs["ReleaseExecutionLocksFunctionArn"],
+                                         Payload=json.dumps({"sfnLockReconcile": {}}))
+    report = json.loads(answer["Payload"].read())
+    assert "FunctionError" not in answer, report
+    assert report["failed"] == 0 and report["truncated"] is False, report

@@ -94,6 +94,11 @@ STORE_GRANTS: dict[str, dict[str, set[tuple[str, str, str]]]] = {
     },
     "ssm": {function: {(action, LOCK_PARAMETERS, "") for action in SSM_ACTIONS} for function in BINARIES},
 }
+# The reconciler (the sweep function) lists the store's root path itself, which
+# AWS authorizes against that path's own ARN ("GetParametersByPath: the path
+# specified in the request, not the parameters returned"), not one under it.
+STORE_ROOT = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/sfn-lock/${AWS::StackName}"
+STORE_GRANTS["ssm"][SWEEP].add(("ssm:GetParametersByPath", STORE_ROOT, ""))
 # S3's IAM actions are not its operations' names (SSM's are).
 S3_OPERATIONS = {"GetObject": "s3:GetObject", "HeadObject": "s3:GetObject", "PutObject": "s3:PutObject",
                  "DeleteObject": "s3:DeleteObject", "DeleteObjects": "s3:DeleteObject",
