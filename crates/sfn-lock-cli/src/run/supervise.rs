@@ -6,8 +6,12 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use sfn_lock::{AcquireOutcome, AnyStore, EpochMillis, Lease, LeaseSeconds, Limit, LockStore};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::iterator::{Handle, SignalsInfo};
+use signal_hook::low_level::siginfo::{Cause, Origin};
 use tokio::process::Command;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
 use tokio::time::{sleep, timeout, Instant};
 
 /// What the run holds the lock with.
@@ -18,20 +22,38 @@ pub(crate) struct Held {
     pub limit: Limit,
 }
 
-/// Runs the command; forwards SIGTERM and SIGHUP to it (SIGINT and SIGQUIT
-/// only if it left our process group); renews the lease; sends it SIGTERM if
-/// the lease is lost. The run's exit status.
+/// Runs the command; forwards the signals that stop a run to it unless it
+/// already got them (below); renews the lease; sends it SIGTERM if the lease
+/// is lost. The run's exit status.
 ///
 /// The command stays in sfn-lock's process group, as under flock(1): job
 /// control works as for any foreground job (Ctrl-Z stops both, the command
-/// can read the terminal). A terminal's Ctrl-C and Ctrl-\ go to that whole
-/// group, the command included, so forwarding them too would deliver each
-/// twice, and tools such as terraform take a second interrupt as "stop now,
-/// ungracefully". sfn-lock only catches them, so that it lives on to release
-/// the lock once the command has decided what to do. SIGTERM and SIGHUP are
-/// forwarded: they are how a supervisor or `kill PID` stops sfn-lock alone.
+/// can read the terminal). Whether to pass a signal on is decided by who
+/// sent it, as sudo does. A terminal's Ctrl-C and Ctrl-\ come from the
+/// kernel (si_code SI_KERNEL) and go to the whole foreground group, the
+/// command included: forwarding them would deliver each twice, and tools
+/// such as terraform take a second interrupt as "stop now, ungracefully",
+/// so sfn-lock only outlives them to release the lock once the command has
+/// decided what to do (it forwards them to a command that moved to a group
+/// of its own, which the terminal did not signal). A signal sent by a
+/// process (kill(2), sigqueue: `kill -INT PID`, a supervisor's KillSignal,
+/// Docker's STOPSIGNAL, timeout(1)) is forwarded, whichever it is: siginfo
+/// cannot tell a kill of sfn-lock alone from one of its whole group, and a
+/// dropped stop signal leaves the command running and the lock renewed
+/// until the sender's SIGKILL. A process signalling the whole group (GNU
+/// timeout's default, systemd's KillMode=control-group) thus reaches the
+/// command twice; docs/cli.md says so.
 pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
     let lease = &held.lease;
+    // Watched before the command starts: no moment where a signal would end
+    // sfn-lock by its default action with the lock held and the command on.
+    let signals = match SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT]) {
+        Ok(signals) => signals,
+        Err(error) => {
+            eprintln!("sfn-lock: cannot watch signals, not running the command: {error}");
+            return 1;
+        }
+    };
     let spawned = Command::new(&command[0])
         .args(&command[1..])
         .env("SFN_LOCK_NAME", lease.lock_name.as_str())
@@ -45,44 +67,25 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
     let pid = child.id().and_then(|pid| i32::try_from(pid).ok());
     let forward = |signal: i32| {
         if let Some(pid) = pid {
-            // SAFETY: kill(2) on our own child's pid; it has no memory effects here.
+            // SAFETY: kill(2) on our own child's pid, not yet reaped (the
+            // loop below forwards only until child.wait() answers); it has
+            // no memory effects here.
             unsafe { libc::kill(pid, signal) };
         }
     };
-    // A terminal's signal already reached a command in our group; one that
-    // moved to a group of its own (setsid, a shell's job control) gets ours.
-    let forward_unless_grouped = |signal: i32| {
-        if let Some(pid) = pid {
-            // SAFETY: getpgid(2)/getpgrp(2) read ids; no memory is touched.
-            let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgrp()) };
-            if theirs != ours {
-                forward(signal);
-            }
-        }
-    };
-    let mut signals = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-        signal(SignalKind::quit()),
-    ) {
-        (Ok(int), Ok(term), Ok(hup), Ok(quit)) => (int, term, hup, quit),
-        _ => {
-            forward(libc::SIGTERM);
-            eprintln!("sfn-lock: cannot watch signals; stopped the command");
-            return 1;
-        }
-    };
+    let (sent, mut received) = mpsc::unbounded_channel();
+    let watcher = Watcher::start(signals, sent);
     let heartbeat = keep_alive(held);
     tokio::pin!(heartbeat);
     let mut lost = None;
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            _ = signals.0.recv() => forward_unless_grouped(libc::SIGINT),
-            _ = signals.1.recv() => forward(libc::SIGTERM),
-            _ = signals.2.recv() => forward(libc::SIGHUP),
-            _ = signals.3.recv() => forward_unless_grouped(libc::SIGQUIT),
+            Some(origin) = received.recv() => {
+                if passes_on(&origin, pid) {
+                    forward(origin.signal);
+                }
+            }
             why = &mut heartbeat, if lost.is_none() => {
                 eprintln!("sfn-lock: {why}: the lock's protection is gone, sending the command SIGTERM");
                 forward(libc::SIGTERM);
@@ -90,6 +93,7 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
             }
         }
     };
+    watcher.stop();
     let code = match status {
         Ok(status) => match (status.code(), status.signal()) {
             (Some(code), _) => u8::try_from(code).unwrap_or(1),
@@ -107,6 +111,51 @@ pub(crate) async fn supervise(held: &Held, command: &[String]) -> u8 {
     match lost {
         Some(_) => 1,
         None => code,
+    }
+}
+
+/// Whether a signal sfn-lock got should go on to the command: not a
+/// terminal's Ctrl-C or Ctrl-\ (sent by the kernel to the foreground group)
+/// while the command is in our group, which the terminal signalled too;
+/// every other one (SIGTERM and SIGHUP whoever sent them, anything a process
+/// sent).
+fn passes_on(origin: &Origin, pid: Option<i32>) -> bool {
+    let from_terminal = matches!(origin.signal, SIGINT | SIGQUIT) && origin.cause == Cause::Kernel;
+    if !from_terminal {
+        return true;
+    }
+    let Some(pid) = pid else { return false };
+    // SAFETY: getpgid(2)/getpgrp(2) read ids; no memory is touched.
+    let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgrp()) };
+    theirs != ours
+}
+
+/// The thread that waits for signals (signal-hook's iterator blocks) and
+/// hands each, with who sent it, to the supervising task.
+struct Watcher {
+    handle: Handle,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Watcher {
+    fn start(mut signals: SignalsInfo<WithOrigin>, to: mpsc::UnboundedSender<Origin>) -> Self {
+        let handle = signals.handle();
+        let thread = std::thread::spawn(move || {
+            for origin in signals.forever() {
+                if to.send(origin).is_err() {
+                    break;
+                }
+            }
+            // Dropping `signals` unregisters its actions; signal-hook keeps
+            // its handler installed, so a signal while the lock is released
+            // is ignored rather than ending sfn-lock with the lock held.
+        });
+        Watcher { handle, thread }
+    }
+
+    fn stop(self) {
+        self.handle.close();
+        let _ = self.thread.join();
     }
 }
 
