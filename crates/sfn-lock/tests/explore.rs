@@ -29,6 +29,18 @@ const FAILED_BEFORE: &[(Kind, u64)] = &[
     (Kind::DynamoDb, 0x9eeb_33d9_d6fa_0dc1),
 ];
 
+/// Found by a fresh seed and not yet analysed, so not run by `make test`
+/// (it would fail every run): reproduce with `EXPLORE_SEED=... EXPLORE_STORE=...
+/// make explore`, then make it a failing test and fix it, or show the
+/// invariant wrong, and move it to FAILED_BEFORE.
+/// - DynamoDB 0x4a8b_eac4_e04e_dc81 (2026-12-04): "asleep: a call handed the
+///   lock to c1 and answered without waking it": a release Step Functions
+///   gave up on (cut at the Lambda Timeout after its UpdateItem), then
+///   another release whose UpdateItem landed with its answer lost and whose
+///   retry answered released.
+#[allow(dead_code)]
+const OPEN_FINDINGS: &[(Kind, u64)] = &[(Kind::DynamoDb, 0x4a8b_eac4_e04e_dc81)];
+
 fn budget() -> Duration {
     let seconds = std::env::var("EXPLORE_SECONDS")
         .ok()
