@@ -33,6 +33,7 @@ mod owner_index;
 mod queue;
 mod queue_faults;
 mod queue_load;
+mod queue_wake_claims;
 mod reconcile;
 mod release_outcomes;
 mod renew_race;

@@ -23,15 +23,15 @@ use sfn_lock::{
     ReleaseOutcome, SfnWaker, TaskToken, WaitBound, Waiting,
 };
 
-fn lease(seconds: i64) -> LeaseSeconds {
+pub(crate) fn lease(seconds: i64) -> LeaseSeconds {
     LeaseSeconds::new("leaseSeconds", seconds).unwrap()
 }
 
-fn owner(name: &str) -> Owner {
+pub(crate) fn owner(name: &str) -> Owner {
     Owner::new(format!("arn:exec:{name}")).unwrap()
 }
 
-async fn queue(
+pub(crate) async fn queue(
     store: &DynamoStore,
     lock: &LockName,
     who: &Owner,
@@ -64,7 +64,7 @@ fn take_back(head: &str, body: &[u8]) -> bool {
 
 /// A store whose first request `matcher` picks lands and loses its answer
 /// (the SDK retries it), and that wakes waiters.
-async fn losing_answer_of(matcher: common::fault_proxy::Matcher) -> DynamoStore {
+pub(crate) async fn losing_answer_of(matcher: common::fault_proxy::Matcher) -> DynamoStore {
     let (url, _) = fault_proxy("AWS_ENDPOINT_URL_DYNAMODB", matcher, &[(0, "")]).await;
     let waker = SfnWaker::new(waker_client(&sdk_config().await));
     store_via(&url).await.with_waker(Arc::new(waker))
@@ -80,7 +80,7 @@ async fn item_attribute(lock: &LockName, name: &str) -> Option<String> {
         .or_else(|| value.as_n().ok().cloned())
 }
 
-async fn wake_markers(lock: &LockName) -> usize {
+pub(crate) async fn wake_markers(lock: &LockName) -> usize {
     get_item(&client().await, lock.as_str())
         .await
         .map_or(0, |item| {
@@ -89,7 +89,7 @@ async fn wake_markers(lock: &LockName) -> usize {
 }
 
 /// A store that wakes waiters, a fresh lock held by A (60 s), and the clock.
-async fn held_by_a(prefix: &str) -> (DynamoStore, LockName, EpochMillis) {
+pub(crate) async fn held_by_a(prefix: &str) -> (DynamoStore, LockName, EpochMillis) {
     let (store, lock, now) = (
         queued_store().await,
         LockName::new(unique(prefix)).unwrap(),

@@ -100,16 +100,25 @@ impl DynamoStore {
             .value(":heldUntil", number(held_until.0));
             item = match self.conditional_update(name, write).await {
                 Ok(next) => next,
-                // Another pump claimed it (the marker moved on), or the grant
-                // is no longer the handed one: then the marker is stale.
                 Err(WriteFailure::ConditionFailed(Some(next))) => {
-                    let unmoved =
-                        next.get(&wake).and_then(|value| value.as_s().ok()) == Some(&pending.value);
-                    if unmoved {
-                        self.clear_wake(lock_name, &wake, &pending.value).await;
+                    let marker = next.get(&wake).and_then(|value| value.as_s().ok());
+                    // This very claim landed with its answer lost (the SDK's
+                    // retry then failed): its nonce is there, the send is ours.
+                    if marker == Some(&claimed) {
+                        info!(
+                            lock_name = name,
+                            owner, "the claim had landed; sending the wake-up"
+                        );
+                        next
+                    } else {
+                        // Another pump claimed it (the marker moved on), or the
+                        // grant is no longer the handed one: the marker is stale.
+                        if marker == Some(&pending.value) {
+                            self.clear_wake(lock_name, &wake, &pending.value).await;
+                        }
+                        item = next;
+                        continue;
                     }
-                    item = next;
-                    continue;
                 }
                 Err(WriteFailure::ConditionFailed(None)) => return Ok(None),
                 Err(WriteFailure::Store(error)) => return Err(error),
