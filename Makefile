@@ -104,10 +104,10 @@ template-check: $(LINT_VENV)/.installed node_modules/.installed
 render: $(LINT_VENV)/.installed
 	$(LINT_VENV)/bin/python scripts/render.py
 
-bench: tools
+bench: $(VENV)/.installed $(BENCH_VENV)/.installed node_modules/.installed
 	bench/run.sh
 
-bench-smoke: tools
+bench-smoke: $(VENV)/.installed $(BENCH_VENV)/.installed node_modules/.installed
 	bench/run.sh --smoke
 
 # Needs AWS credentials. sam and cargo-lambda come from .venv-deploy, which
