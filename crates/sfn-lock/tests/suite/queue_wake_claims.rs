@@ -6,10 +6,14 @@
 
 use crate::common;
 
-use common::fault_proxy::Matcher;
+use std::sync::{Arc, Mutex};
+
+use common::fault_proxy::{fault_proxy, Matcher};
+use common::lossy_proxy::store_via;
 use common::sfn::owner_of;
-use common::tokens::{is_open, throttle_next_wakes, woken_with};
-use sfn_lock::{AcquireOutcome, Limit, LockStore};
+use common::tokens::{is_open, mint, throttle_next_wakes, woken_with};
+use sfn_lock::aws::config::{sdk_config, waker_client};
+use sfn_lock::{AcquireOutcome, EpochMillis, Limit, LockStore, SfnWaker};
 
 use crate::queue_faults::{held_by_a, lease, losing_answer_of, owner, queue, wake_markers};
 
@@ -46,4 +50,77 @@ async fn a_claim_whose_answer_was_lost_still_sends_the_wake_up() {
     );
     assert_eq!(woken_with(&b)["owner"], b_owner.as_str());
     assert_eq!(wake_markers(&lock).await, 0, "the wake-up was confirmed");
+}
+
+/// The claim lands and renews B's handed grant; before the SDK's retry, the
+/// grant has run out and C takes the lock (a mutex) or a permit. The retry's
+/// failed condition returns the item as it is now: the marker still names
+/// this claim, but the grant is no longer the one handed to B. Nobody may
+/// be woken into it (a mutex: C's fencing token in B's answer), and the
+/// pump must not fail on it (a permit: B holds none). Found by review.
+#[tokio::test]
+async fn a_claim_whose_grant_was_taken_over_before_its_retry_wakes_nobody() {
+    for limit in [Limit::ONE, Limit::new("limit", 2).unwrap()] {
+        let (store, lock, now) = held_by_a("claim-taken-over").await;
+        if !limit.is_mutex() {
+            store.release(&lock, &owner("a"), now).await.unwrap();
+            for who in ["a", "x"] {
+                let who = owner(who);
+                let got = store.acquire_with_limit(&lock, &who, lease(60), limit, now);
+                assert!(matches!(got.await, Ok(AcquireOutcome::Granted(_))));
+            }
+        }
+        // B queues with a 1 s lease; A's release hands to it, both wake-up
+        // attempts throttled: B is owed one.
+        let b_owner = owner(&common::unique("b"));
+        let b = mint(b_owner.as_str());
+        let queued = store
+            .acquire_or_queue(&lock, &b_owner, lease(1), limit, &b.clone().into(), now)
+            .await
+            .unwrap();
+        assert!(
+            matches!(queued, AcquireOutcome::Queued { .. }),
+            "{queued:?}"
+        );
+        throttle_next_wakes(b_owner.as_str(), 2);
+        store
+            .release_with_limit(&lock, &owner("a"), limit, now)
+            .await
+            .unwrap();
+        assert_eq!(wake_markers(&lock).await, 1, "{limit:?}");
+        // D's refused acquire pumps; its claim lands, the answer is lost,
+        // and meanwhile, 10 s on, C takes what B's lapsed grant left.
+        let (url, faults) = fault_proxy("AWS_ENDPOINT_URL_DYNAMODB", claim, &[(0, "")]).await;
+        let waker = SfnWaker::new(waker_client(&sdk_config().await));
+        let lossy = store_via(&url).await.with_waker(Arc::new(waker));
+        let c_outcome = Arc::new(Mutex::new(None));
+        let (taker, taken, seen) = (store.clone(), lock.clone(), c_outcome.clone());
+        faults.before_losing_answer(async move {
+            let later = EpochMillis(now.0 + 10_000);
+            let c_owner = owner("c");
+            let c = taker.acquire_with_limit(&taken, &c_owner, lease(60), limit, later);
+            *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.await);
+        });
+        let d = lossy
+            .acquire_with_limit(&lock, &owner("d"), lease(60), limit, now)
+            .await;
+        let c = c_outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
+        assert!(
+            matches!(c, Some(Ok(AcquireOutcome::Granted(_)))),
+            "{limit:?}: C takes over: {c:?}"
+        );
+        assert!(matches!(d, Ok(AcquireOutcome::Held(_))), "{limit:?}: {d:?}");
+        assert!(
+            is_open(&b),
+            "{limit:?}: B was woken into a grant it no longer has"
+        );
+        if limit.is_mutex() {
+            assert_eq!(owner_of(lock.as_str()).await.as_deref(), Some("arn:exec:c"));
+        }
+        assert_eq!(
+            wake_markers(&lock).await,
+            0,
+            "{limit:?}: the stale marker goes"
+        );
+    }
 }

@@ -109,7 +109,7 @@ impl Entry {
 pub(crate) struct PendingWake {
     /// The place it was handed from: the waiter item's key, the marker's name.
     pub entry: Entry,
-    /// The marker's value as read: `<seq>/<sends>`.
+    /// The marker's value as read: `<seq>/<sends>/<nonce>`.
     pub value: String,
     pub sends: u32,
 }

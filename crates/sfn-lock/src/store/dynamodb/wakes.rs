@@ -9,8 +9,8 @@
 //! answered like one on a dead task (`TaskTimedOut`), so a re-send never
 //! takes a grant back: a closed answer leaves the grant with its waiter,
 //! whose own Catch (its wait bound) or the sweep (its execution ended)
-//! frees it. Before it sends, a pump claims the marker (`<seq>/<sends>` one
-//! higher, conditioned on the value it read): two pumps never send for one
+//! frees it. Before it sends, a pump claims the marker (`<seq>/<sends>/<nonce>`,
+//! sends one higher, conditioned on the value it read): two pumps never send for one
 //! claim, and the hand-off's own take-back, conditioned on the unclaimed
 //! value, can no longer undo a grant whose waiter another pump woke.
 
@@ -75,6 +75,13 @@ impl DynamoStore {
                 continue;
             };
             let claimed = pending.claimed(&wake_nonce());
+            // The grant the hand-off made: it dates from the waiter's request,
+            // as the claim's condition says (no grant the owner took later).
+            let still_handed = |item: &Item| -> Result<bool, StoreError> {
+                Ok(holds(item, &waiter.owner)?
+                    && granted_lease(lock_name, &waiter.owner, waiter.limit, item)?.acquired_at
+                        == waiter.enqueued_at)
+            };
             let held_until =
                 granted_lease(lock_name, &waiter.owner, waiter.limit, &item)?.expires_at;
             let expires_at = now.plus_seconds(waiter.lease.get()).max(held_until);
@@ -103,8 +110,12 @@ impl DynamoStore {
                 Err(WriteFailure::ConditionFailed(Some(next))) => {
                     let marker = next.get(&wake).and_then(|value| value.as_s().ok());
                     // This very claim landed with its answer lost (the SDK's
-                    // retry then failed): its nonce is there, the send is ours.
-                    if marker == Some(&claimed) {
+                    // retry then failed): its nonce is there. The item is as
+                    // it is now, not as the claim left it, so the send is ours
+                    // only while the grant is still the handed one (it may
+                    // have run out and gone to another since).
+                    let ours = marker == Some(&claimed) && still_handed(&next)?;
+                    if ours {
                         info!(
                             lock_name = name,
                             owner, "the claim had landed; sending the wake-up"
@@ -113,8 +124,10 @@ impl DynamoStore {
                     } else {
                         // Another pump claimed it (the marker moved on), or the
                         // grant is no longer the handed one: the marker is stale.
-                        if marker == Some(&pending.value) {
-                            self.clear_wake(lock_name, &wake, &pending.value).await;
+                        if let Some(stale) =
+                            marker.filter(|m| [&pending.value, &claimed].contains(m))
+                        {
+                            self.clear_wake(lock_name, &wake, stale).await;
                         }
                         item = next;
                         continue;
