@@ -23,7 +23,11 @@ installing anything. `render.py --check` (tests/template/check.sh, step
 difference, so a definition or a default changed without `make render` fails
 the template checks.
 
-Usage: render.py                 write docs/rendered/*.asl.json, docs/pictures/*.md
+The JSONata flavours (statemachine/jsonata/) are rendered with the same
+substitutions into docs/rendered/jsonata/; they get no picture (their states
+and transitions are their JSONPath twins', tests/template/asl_flavours.py).
+
+Usage: render.py                 write docs/rendered/*.asl.json (and jsonata/), docs/pictures/*.md
        render.py --out DIR       write DIR/rendered, DIR/pictures instead
        render.py --check [TEMPLATE]  compare a fresh render (of TEMPLATE, default
                                  template.yaml) with the committed files
@@ -92,6 +96,11 @@ def render_all(template_path: Path) -> dict[str, str]:
             raise Problem(f"{name}: {uri} uses {sorted(missing)}, not in DefinitionSubstitutions")
         definition = json.loads(PLACEHOLDER.sub(lambda m: substitutions[m.group(1)], text))
         rendered[Path(uri).name] = json.dumps(definition, indent=2, ensure_ascii=False) + "\n"
+        # Its JSONata flavour takes the same substitutions (docs/modes.md, "JSONata flavour").
+        flavour = (template_path.parent / uri).parent / "jsonata" / Path(uri).name
+        if flavour.is_file():
+            definition = json.loads(PLACEHOLDER.sub(lambda m: substitutions[m.group(1)], flavour.read_text()))
+            rendered[f"jsonata/{Path(uri).name}"] = json.dumps(definition, indent=2, ensure_ascii=False) + "\n"
     if not rendered:
         raise Problem(f"{template_path}: no AWS::Serverless::StateMachine with the defaults")
     return rendered
@@ -103,6 +112,7 @@ def generate(template_path: Path) -> dict[str, dict[str, str]]:
     drawn = {
         re.sub(r"\.asl\.json$", ".md", name): pictures.markdown(name, json.loads(text))
         for name, text in rendered.items()
+        if "/" not in name  # a JSONata flavour draws as its JSONPath twin: no picture of its own
     }
     return {"rendered": rendered, "pictures": drawn}
 
@@ -119,11 +129,17 @@ def write(files: dict[str, dict[str, str]], rendered_dir: Path, pictures_dir: Pa
     for directory, generated in ((rendered_dir, files["rendered"]), (pictures_dir, files["pictures"])):
         directory.mkdir(parents=True, exist_ok=True)
         # A definition removed from the template takes its rendering and picture along.
-        for stale in directory.iterdir():
-            if stale.is_file() and stale.name not in generated and is_generated(stale):
+        for stale in files_under(directory):
+            if stale.relative_to(directory).as_posix() not in generated and is_generated(stale):
                 stale.unlink()
         for name, text in generated.items():
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
             (directory / name).write_text(text)
+
+
+def files_under(directory: Path) -> list[Path]:
+    """Every file in `directory` and its subfolders (docs/rendered/jsonata/)."""
+    return sorted(p for p in directory.rglob("*") if p.is_file()) if directory.is_dir() else []
 
 
 def shown(path: Path) -> str:
@@ -137,7 +153,7 @@ def check(template_path: Path, rendered_dir: Path = RENDERED, pictures_dir: Path
         fresh_rendered, fresh_pictures = Path(scratch, "rendered"), Path(scratch, "pictures")
         write(generate(template_path), fresh_rendered, fresh_pictures)
         for fresh_dir, committed_dir in ((fresh_rendered, rendered_dir), (fresh_pictures, pictures_dir)):
-            names = {p.name for p in fresh_dir.iterdir()}
+            names = {p.relative_to(fresh_dir).as_posix() for p in files_under(fresh_dir)}
             for name in sorted(names):
                 committed = committed_dir / name
                 if not committed.is_file():
@@ -148,10 +164,9 @@ def check(template_path: Path, rendered_dir: Path = RENDERED, pictures_dir: Path
                     # The first lines of the difference say what changed; the command regenerates it all.
                     head = "\n".join("      " + line for line in list(diff)[:8])
                     problems.append(f"{shown(committed)} differs from what its definition and template.yaml generate\n{head}")
-            if committed_dir.is_dir():
-                for committed in sorted(committed_dir.iterdir()):
-                    if committed.is_file() and committed.name not in names and is_generated(committed):
-                        problems.append(f"{shown(committed)} is generated from no definition any more")
+            for committed in files_under(committed_dir):
+                if committed.relative_to(committed_dir).as_posix() not in names and is_generated(committed):
+                    problems.append(f"{shown(committed)} is generated from no definition any more")
     return problems
 
 

@@ -77,6 +77,12 @@ import ministack_patches  # noqa: E402
 
 ministack_patches.apply()
 
+# And a JSONata Parallel state's Arguments, Output and Assign, which
+# ministack ignores (ministack_jsonata.py; the JSONata flavour's deployed runs).
+import ministack_jsonata  # noqa: E402
+
+ministack_jsonata.apply()
+
 # app.py imports enforce inside its request handler (from ... import), and
 # enforce() calls evaluate by its module global: both see the replacements.
 _enforce = iam_evaluator.enforce

@@ -76,6 +76,7 @@ LOCKED = "statemachine/locked-workflow.asl.json"
 ATTACH = "statemachine/attach-existing.asl.json"
 SKIP = "statemachine/skip-if-running.asl.json"
 QUEUED = "statemachine/queued-workflow.asl.json"
+JSONATA_LOCKED = "statemachine/jsonata/locked-workflow.asl.json"
 TEMPLATE = "template.yaml"
 FACTS = "contract/code-facts.json"
 
@@ -231,6 +232,24 @@ MUTATIONS = [
         replace='"States.HeartbeatTimeout",',
         why="skip-if-running runs its workload exactly as the locked workflow: a change to one definition alone is noticed",
         check="asl variants",
+    ),
+    Mutation(
+        id="jsonata-flavour-drifts",
+        file=JSONATA_LOCKED,
+        find='"Next": "Check Workload Error Cause"',
+        replace='"Next": "Workload Ended With Error"',
+        why="the JSONata flavour holds the lock after the same errors as its JSONPath twin: a timed-out "
+            "workload released at once in the JSONata file alone is noticed",
+        check="asl flavours",
+    ),
+    Mutation(
+        id="jsonpath-changed-without-jsonata",
+        file=QUEUED,
+        find='"Error": "LockWaitTimeout",',
+        replace='"Error": "LockWaitTimedOut",',
+        why="a change to a JSONPath definition (here its Fail error's name) must be made to its JSONata "
+            "flavour too, or the flavours fail differently",
+        check="asl flavours",
     ),
     Mutation(
         id="queue-timeout-not-released",

@@ -20,6 +20,11 @@ For each state machine:
    of a !If, and AWS::Partition as each partition asl-validator knows (aws,
    aws-cn, aws-us-gov); each result must be JSON and pass asl-validator.
 
+The file's JSONata flavour (jsonata/ beside it, the same name: docs/modes.md,
+"JSONata flavour") takes the same DefinitionSubstitutions, so both checks run
+on it too. asl-validator 4 knows JSONata states (their fields, Condition,
+the {% %} form); it does not evaluate an expression (tests/deployed runs them).
+
 Usage: asl_substitutions.py [TEMPLATE]   (default: template.yaml)
        asl_substitutions.py --self-test  (proves each failure is caught)
 Runs asl-validator (npm, through its API in validate-asl.cjs) with Node from
@@ -175,7 +180,6 @@ def run_validator(definitions: dict[str, Any]) -> dict[str, str | None]:
 def check_state_machine(
     template: dict[str, Any], name: str, base_dir: Path, definitions: dict[str, Any]
 ) -> list[str]:
-    problems: list[str] = []
     properties = template["Resources"][name].get("Properties", {}) or {}
     uri = properties.get("DefinitionUri")
     if not isinstance(uri, str) or uri.startswith("s3://"):
@@ -183,7 +187,20 @@ def check_state_machine(
     path = base_dir / uri
     if not path.is_file():
         return [f"{name}: DefinitionUri {uri} does not exist"]
-    text = path.read_text()
+    problems = check_definition(template, name, uri, path.read_text(), properties, definitions)
+    # The JSONata flavour (statemachine/jsonata/, the same name) takes the same
+    # DefinitionSubstitutions: held to the same rules and validated the same way.
+    flavour = path.parent / "jsonata" / path.name
+    if flavour.is_file():
+        flavour_uri = str(Path(uri).parent / "jsonata" / path.name)
+        problems += check_definition(template, name, flavour_uri, flavour.read_text(), properties, definitions)
+    return problems
+
+
+def check_definition(
+    template: dict[str, Any], name: str, uri: str, text: str, properties: dict[str, Any], definitions: dict[str, Any]
+) -> list[str]:
+    problems: list[str] = []
     substitutions = properties.get("DefinitionSubstitutions", {}) or {}
     used = set(PLACEHOLDER.findall(text))
     supplied = set(substitutions)
@@ -275,8 +292,19 @@ def _asl(**changes: Any) -> str:
     return json.dumps(definition, indent=2).replace('"@Timeout@"', "${Timeout}")
 
 
+def _jsonata(**call: Any) -> str:
+    """GOOD_ASL written in JSONata, as statemachine/jsonata/ holds it beside its JSONPath twin."""
+    definition = json.loads(json.dumps(GOOD_ASL))
+    state = definition["States"]["Call"]
+    state.pop("Parameters")
+    state["Arguments"] = {"FunctionName": "${FunctionArn}", "Payload": "{% $states.input %}"}
+    state.update(call)
+    definition["QueryLanguage"] = "JSONata"
+    return json.dumps(definition, indent=2).replace('"@Timeout@"', "${Timeout}")
+
+
 SELF_TEST_CASES = {
-    # label: (template text, ASL text, whether the check must pass)
+    # label: (template text, ASL text, whether the check must pass[, its JSONata flavour's text])
     "good definition": (SELF_TEST_TEMPLATE, _asl(), True),
     "placeholder without substitution": (
         SELF_TEST_TEMPLATE,
@@ -306,16 +334,24 @@ SELF_TEST_CASES = {
         _asl(),
         True,
     ),
+    "a good JSONata flavour": (SELF_TEST_TEMPLATE, _asl(), True, _jsonata()),
+    "a JSONata flavour using a placeholder not supplied": (
+        SELF_TEST_TEMPLATE, _asl(), False, _jsonata(Comment="${MaxWaitSeconds}")),
+    "a JSONata flavour with Parameters left in (asl-validator)": (
+        SELF_TEST_TEMPLATE, _asl(), False, _jsonata(Parameters={"FunctionName": "${FunctionArn}"})),
 }
 
 
 def self_test() -> int:
     failures = 0
-    for label, (template_text, asl_text, should_pass) in SELF_TEST_CASES.items():
+    for label, (template_text, asl_text, should_pass, *flavour) in SELF_TEST_CASES.items():
         with tempfile.TemporaryDirectory(prefix="asl-self-test-") as scratch:
             directory = Path(scratch)
             (directory / "template.yaml").write_text(template_text)
             (directory / "machine.asl.json").write_text(asl_text)
+            if flavour:
+                (directory / "jsonata").mkdir()
+                (directory / "jsonata" / "machine.asl.json").write_text(flavour[0])
             problems, _ = check(directory / "template.yaml")
         if (not problems) == should_pass:
             print(f"ok   {'accepts' if should_pass else 'rejects'} {label}" + (f": {problems[0]}" if problems else ""))

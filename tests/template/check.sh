@@ -52,7 +52,8 @@
 #                                   attempts and backoff from contract/code-facts.json; one round of
 #                                   acquire, the deadline guard cutting later ones) plus
 #                                   margins fits its Lambda Timeout
-# 11. asl_substitutions              ${...} in statemachine/*.asl.json match
+# 11. asl_substitutions              ${...} in statemachine/*.asl.json and their JSONata
+#                                   flavours (statemachine/jsonata/) match
 #                                   DefinitionSubstitutions; asl-validator passes
 # 12. asl_variants (+ self-test)    skip-if-running.asl.json is locked-workflow.asl.json but
 #                                   for the skip (no wait; one Catch on LockUnavailable only,
@@ -61,6 +62,13 @@
 #                                   acquire with the task token, TimeoutSeconds =
 #                                   MaxWaitSeconds, its States.Timeout released before it
 #                                   fails with LockWaitTimeout)
+# 12b. asl_flavours (+ self-test)   statemachine/jsonata/X.asl.json is X.asl.json in JSONata:
+#                                   the same states, types, transitions, Catch and Retry
+#                                   (in order), Fail errors and causes, Resource, timeouts
+#                                   and Wait seconds, into Parallel branches and Map
+#                                   processors; no JSONPath-only field in a JSONata state;
+#                                   the JSONata recipe in docs/modes.md equals its file
+#                                   (asl_substitutions validates the JSONata files too)
 # 13. target_state_machine (+ self-test)  TargetStateMachineArn takes every valid name,
 #                                   and the deploy-time check keeps it in this stack's
 #                                   account and Region
@@ -102,12 +110,13 @@
 #                                   branches, Catch (with its errors), Retry, Choice, Succeed
 #                                   and Fail; scripts/render.py's drift check names both
 #                                   files when a state is renamed (pictures_test.py, unittest)
-# 22. rendered drift                `make render`'s output (docs/rendered/*.asl.json, each
+# 22. rendered drift                `make render`'s output (docs/rendered/*.asl.json and jsonata/, each
 #                                   definition with the stack's defaults; docs/pictures/*.md,
 #                                   their Mermaid state graphs) regenerated into a temporary
 #                                   folder equals the committed files; names each file that
 #                                   differs and the command that regenerates it
-# 23. asl-validator rendered        the committed rendered definitions, as a user pastes them
+# 23. asl-validator rendered        the committed rendered definitions (and their JSONata
+#                                   flavours, docs/rendered/jsonata/), as a user pastes them
 #                                   into Workflow Studio, pass asl-validator's CLI
 # 24. doc links (+ self-test)      every relative link and #anchor in README.md, docs/,
 #                                   CONTRIBUTING.md, DESIGN.md, CHANGELOG.md, bench/README.md
@@ -199,7 +208,7 @@ guard_fixtures() {
 # step before it proves they are what the definitions and defaults give.
 validate_rendered() {
     local file args=()
-    for file in docs/rendered/*.asl.json; do
+    for file in docs/rendered/*.asl.json docs/rendered/jsonata/*.asl.json; do
         [ -f "$file" ] && args+=(--json-path "$file")
     done
     [ ${#args[@]} -gt 0 ] || { echo "  no docs/rendered/*.asl.json: run make render"; return 1; }
@@ -231,6 +240,8 @@ step "asl substitutions self-test" "$PY" "$HERE/asl_substitutions.py" --self-tes
 step "asl substitutions" "$PY" "$HERE/asl_substitutions.py" template.yaml
 step "asl variants self-test" "$PY" "$HERE/asl_variants.py" --self-test
 step "asl variants" "$PY" "$HERE/asl_variants.py"
+step "asl flavours self-test" "$PY" "$HERE/asl_flavours.py" --self-test
+step "asl flavours" "$PY" "$HERE/asl_flavours.py"
 step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --self-test
 step "target state machine" "$PY" "$HERE/target_state_machine.py" template.yaml
 step "function permissions self-test" "$PY" "$HERE/function_permissions.py" --self-test
