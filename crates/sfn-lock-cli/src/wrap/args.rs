@@ -63,7 +63,7 @@ pub struct WrapArgs {
     #[arg(long = "lock-name", value_name = "NAME", value_parser = lock_name, hide = true)]
     pub(super) deprecated_lock_name: Option<LockName>,
     /// A lock per key, instead of LOCK: a JSONPath into the execution input, e.g.
-    /// '$.customerId'.
+    /// '$.customerId' (in a JSONata definition, read as $states.context.Execution.Input.customerId).
     #[arg(long, value_name = "JSONPATH", value_parser = lock_name_path)]
     pub(super) lock_name_path: Option<String>,
     /// How many executions may hold the lock at once (1: a mutex; up to 1000: a semaphore).
@@ -109,7 +109,8 @@ pub struct WrapArgs {
     /// placeholder) leaves it to your DefinitionSubstitutions (!Ref AWS::Partition).
     #[arg(long, value_name = "PARTITION", default_value = "aws", value_parser = partition)]
     pub(super) partition: String,
-    /// The definition to wrap: ASL JSON (JSONPath), with a top-level TimeoutSeconds.
+    /// The definition to wrap: ASL JSON, JSONPath or JSONata (the output keeps its language),
+    /// with a top-level TimeoutSeconds.
     #[arg(value_name = "DEFINITION.json")]
     definition: Option<PathBuf>,
 }

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::comment::comment;
 use super::errors::may_still_run_errors;
 use super::shape::Shape;
-use super::template::{Settings, Template, RELEASE_STATE, WAIT_STATE, WORKLOAD_STATE};
+use super::template::{Flavour, Settings, Template, RELEASE_STATE, WAIT_STATE, WORKLOAD_STATE};
 use super::text::{indent_of_line, member_range, reindent, replace_ranges, value_at};
 use super::timing::Timing;
 
@@ -43,10 +43,10 @@ pub(crate) fn build(
     settings: &Settings,
     user: &UserParts,
 ) -> Result<String, String> {
-    let file = settings.mode.file();
+    let file = settings.file();
     let left_out = template.left_out();
     let comment = comment(settings, user, &template.value, &left_out);
-    let (lock_field, lock_value) = settings.lock_name.field();
+    let (lock_field, lock_value) = settings.lock_name.field(settings.flavour)?;
     let held = user.timing.bounds.describe_held();
     // The values a wrap sets in the file's states.
     let values: [(&[&str], Value); 4] = [
@@ -142,10 +142,12 @@ pub(crate) fn build(
             states.remove(name);
         }
         for state in states.values_mut() {
-            if let Some(payload) = state
-                .pointer_mut("/Parameters/Payload")
-                .and_then(Value::as_object_mut)
-            {
+            // Parameters in JSONPath states, Arguments in JSONata ones.
+            let payload = match settings.flavour {
+                Flavour::JsonPath => "/Parameters/Payload",
+                Flavour::Jsonata => "/Arguments/Payload",
+            };
+            if let Some(payload) = state.pointer_mut(payload).and_then(Value::as_object_mut) {
                 if payload.remove("lockName").is_some() {
                     payload.insert(lock_field.to_owned(), json!(lock_value));
                 }

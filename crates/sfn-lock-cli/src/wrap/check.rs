@@ -1,7 +1,8 @@
 //! What `sfn-lock wrap` refuses, before it builds anything: each check names
 //! what is wrong and what to do, in one line. The checks run in the order of
-//! their refusals' importance: no definition at all, then JSONata (the
-//! reason a well formed definition cannot be wrapped), a second wrap, a lock
+//! their refusals' importance: no definition at all, then its query
+//! languages (a JSONPath state inside a JSONata state machine, which ASL
+//! does not allow; the output keeps the top level's), a second wrap, a lock
 //! state's name, the timeout, and last the error handling (errors.rs).
 //! A definition that passes also gets its shape (shape.rs) and its
 //! timing (timing.rs), which the output is built from.
@@ -13,6 +14,7 @@ use serde_json::{Map, Value};
 use super::errors::unsafe_error_handling;
 use super::shape::{express_child_map, shape, Shape};
 use super::states::{for_each_state, kind, machine};
+use super::template::Flavour;
 use super::timing::{Bounds, Timing};
 
 /// The top-level fields of an ASL definition (States Language specification,
@@ -69,12 +71,21 @@ pub(crate) fn check(definition: &Value, rules: &Rules) -> Result<UserDefinition,
             TOP_LEVEL_FIELDS.join(", ")
         ));
     }
-    // Before the shape: a JSONata definition may be well formed, and this is
-    // the reason it cannot be wrapped.
-    json_path_only(top, "at the top level")?;
+    let flavour = query_language(top, "at the top level")?;
     let states = machine("the definition", top)?;
     for_each_state(states, &mut |name, state| {
-        json_path_only(state, &format!("in state \"{name}\""))
+        let place = format!("in state \"{name}\"");
+        match (flavour, query_language(state, &place)?) {
+            // ASL: "a JSONata state machine cannot contain JSONPath states".
+            (Flavour::Jsonata, Flavour::JsonPath) if state.contains_key("QueryLanguage") => {
+                Err(format!(
+                    "QueryLanguage JSONPath {place} of a JSONata state machine: a state machine \
+                     whose top level is JSONata cannot hold JSONPath states (Step Functions \
+                     refuses it); write the state in JSONata"
+                ))
+            }
+            _ => Ok(()),
+        }
     })?;
     if ["Acquire Lock", "Release Lock"]
         .iter()
@@ -114,18 +125,27 @@ pub(crate) fn check(definition: &Value, rules: &Rules) -> Result<UserDefinition,
     })
 }
 
-/// Refuses a `QueryLanguage` other than JSONPath in `fields` (the top level
-/// or a state): the lock states are JSONPath, and the local interpreter the
-/// output is tested in has no JSONata.
-fn json_path_only(fields: &Map<String, Value>, place: &str) -> Result<(), String> {
+/// The `QueryLanguage` of `fields` (the top level or a state; JSONPath when
+/// absent), or why it is none of the two ASL knows.
+fn query_language(fields: &Map<String, Value>, place: &str) -> Result<Flavour, String> {
     match fields.get("QueryLanguage") {
-        None => Ok(()),
-        Some(Value::String(language)) if language == "JSONPath" => Ok(()),
+        None => Ok(Flavour::JsonPath),
+        Some(Value::String(language)) if language == "JSONPath" => Ok(Flavour::JsonPath),
+        Some(Value::String(language)) if language == "JSONata" => Ok(Flavour::Jsonata),
         Some(language) => Err(format!(
-            "QueryLanguage {language} {place}: sfn-lock's lock states are JSONPath and a wrapped \
-             JSONata definition has not been tested; only JSONPath definitions can be wrapped"
+            "QueryLanguage {language} {place}: ASL knows \"JSONPath\" and \"JSONata\""
         )),
     }
+}
+
+/// The query language of a definition's top level, which the wrapped one
+/// keeps (its lock states from statemachine/ or statemachine/jsonata/);
+/// JSONPath for anything the check refuses anyway.
+pub(crate) fn flavour_of(definition: &Value) -> Flavour {
+    definition
+        .as_object()
+        .and_then(|top| query_language(top, "").ok())
+        .unwrap_or_default()
 }
 
 /// The user's execution timeout, which the wrapped one and the lease are
@@ -181,13 +201,23 @@ mod tests {
     }
 
     #[test]
-    fn refuses_jsonata_at_the_top_or_in_any_state() {
-        assert!(refusal(with("QueryLanguage", json!("JSONata"))).contains("at the top level"));
+    fn takes_either_query_language_but_no_jsonpath_state_in_a_jsonata_machine() {
+        for language in ["JSONPath", "JSONata"] {
+            let top = with("QueryLanguage", json!(language));
+            assert!(check_with(&top, false).is_ok(), "{language}");
+        }
+        assert!(refusal(with("QueryLanguage", json!("XPath"))).contains("at the top level"));
+        // JSONata states in a JSONPath machine are ASL; the reverse is not.
         let mut nested = sample();
         nested["States"]["B"]["Branches"][0]["States"]["C"]["QueryLanguage"] = json!("JSONata");
-        assert!(refusal(nested).contains("in state \"C\""));
-        let explicit = with("QueryLanguage", json!("JSONPath"));
-        assert!(check_with(&explicit, false).is_ok());
+        assert!(check_with(&nested, false).is_ok());
+        nested["QueryLanguage"] = json!("JSONata");
+        nested["States"]["B"]["Branches"][0]["States"]["C"]["QueryLanguage"] = json!("JSONPath");
+        let refused = refusal(nested);
+        assert!(
+            refused.contains("QueryLanguage JSONPath in state \"C\""),
+            "{refused}"
+        );
     }
 
     #[test]

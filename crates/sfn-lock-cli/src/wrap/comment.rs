@@ -24,7 +24,7 @@ pub(crate) fn comment(
         mode = settings.mode.name(),
         lock = settings.lock_name.describe(),
         limit = settings.limit.get(),
-        file = settings.mode.file(),
+        file = settings.file(),
         shape = user.shape.describe(&user.timing.bounds.describe_held()),
         timeout = user.timing.describe_timeout(),
         lease = user.timing.describe_lease(),
@@ -36,7 +36,7 @@ pub(crate) fn comment(
          states replace it, the states that route its marker ({}) are left out, and the \
          TimeoutSeconds and lease above replace the bounds it derives from \
          WorkloadTimeoutSeconds.] {}",
-        settings.mode.file(),
+        settings.file(),
         left_out.join(", "),
         template["Comment"].as_str().unwrap_or_default()
     );

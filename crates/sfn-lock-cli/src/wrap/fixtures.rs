@@ -8,7 +8,7 @@ use sfn_lock::Limit;
 
 use super::check::{check, Rules, UserDefinition};
 use super::errors::{may_still_run_errors, work_may_still_run};
-use super::template::{LockName, Mode, Settings, Template};
+use super::template::{Flavour, LockName, Mode, Settings, Template};
 use super::timing::Bounds;
 
 /// The flags' defaults, with `--lock-name etl`.
@@ -22,6 +22,7 @@ pub(crate) fn settings() -> Settings {
         lease_margin_seconds: 300,
         pass_lock_to_workload: false,
         partition: "aws".into(),
+        flavour: Flavour::JsonPath,
     }
 }
 

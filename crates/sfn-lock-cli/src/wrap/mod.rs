@@ -88,9 +88,12 @@
 //!
 //! **Refused** (status 1, nothing on stdout): a file that cannot be read, is
 //! not JSON, or is no definition (not an object; StartAt or States missing or
-//! wrong; unknown top-level fields); `QueryLanguage` other than JSONPath at
-//! the top or in any state (the lock states are JSONPath, and the local
-//! interpreter the output is tested in has no JSONata); a definition that
+//! wrong; unknown top-level fields); a `QueryLanguage` ASL does not know, or
+//! a JSONPath state inside a JSONata state machine (ASL refuses it; a
+//! JSONata definition is wrapped in statemachine/jsonata/'s lock states, a
+//! JSONPath one, its JSONata states included, in statemachine/'s); a
+//! `--lock-name-path` with no plain JSONata form, for a JSONata definition
+//! (jsonata_path.rs); a definition that
 //! already has the lock states; a state, at any depth, named like a lock
 //! state (names are unique across a whole state machine, branches
 //! included); no top-level TimeoutSeconds, or one whose wrapped timeout or
@@ -116,6 +119,7 @@ mod errors;
 #[cfg(test)]
 mod fixtures;
 mod flags;
+mod jsonata_path;
 mod pipeline;
 mod shape;
 mod states;
@@ -129,7 +133,7 @@ use std::io::Write;
 
 use args::DEFAULT_MAX_WAIT_SECONDS;
 use pipeline::{wrap_text, Wrapped};
-use template::{Mode, Settings};
+use template::{Flavour, Mode, Settings};
 
 pub use args::WrapArgs;
 
@@ -155,6 +159,8 @@ pub fn wrap(args: WrapArgs) -> u8 {
         lease_margin_seconds: args.lease_margin_seconds,
         pass_lock_to_workload: args.pass_lock_to_workload,
         partition: args.partition,
+        // Read from the definition by the wrap (pipeline.rs).
+        flavour: Flavour::JsonPath,
     };
     let allow_unsafe = args.allow_unsafe_error_handling;
     let shown = definition.display();

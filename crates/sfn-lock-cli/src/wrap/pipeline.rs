@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::build::{build, UserParts};
-use super::check::{check, Rules};
+use super::check::{check, flavour_of, Rules};
 use super::errors::{may_still_run_errors, work_may_still_run};
 use super::template::{Settings, Template};
 use super::timing::Bounds;
@@ -35,6 +35,11 @@ pub(crate) fn wrap_text(
         };
         format!("not JSON: {error}{hint}")
     })?;
+    // The output keeps the definition's query language.
+    let settings = &Settings {
+        flavour: flavour_of(&value),
+        ..settings.clone()
+    };
     // The lock states' names, errors and retriers, for the check; they do
     // not depend on the lease, which the check has yet to compute.
     let reviewed = Template::load(settings, 1).map_err(internal)?;
@@ -165,6 +170,73 @@ mod tests {
                 ),
                 "{mode:?}: {comment}"
             );
+        }
+    }
+
+    /// SMALLEST in JSONata: the output keeps the language, with the lock
+    /// states of statemachine/jsonata/.
+    const SMALLEST_JSONATA: &str = r#"{"QueryLanguage": "JSONata", "TimeoutSeconds": 60,
+        "StartAt": "A", "States": {"A": {"Type": "Pass", "Output": "{% $states.input %}", "End": true}}}"#;
+
+    #[test]
+    fn a_jsonata_definition_is_wrapped_in_the_jsonata_lock_states() {
+        for mode in [Mode::Wait, Mode::Skip] {
+            let path = super::super::template::LockName::InputPath("$.customer['id x']".into());
+            let settings = Settings {
+                mode,
+                lock_name: path,
+                ..settings()
+            };
+            let out = wrapped_value(SMALLEST_JSONATA, &settings);
+            assert_eq!(out["QueryLanguage"], "JSONata", "{mode:?}");
+            let acquire = &out["States"]["Acquire Lock"];
+            assert!(acquire.get("Parameters").is_none(), "{acquire}");
+            let payload = &acquire["Arguments"]["Payload"];
+            assert!(
+                payload["leaseSeconds"].is_u64(),
+                "a literal lease: {payload}"
+            );
+            assert_eq!(
+                payload["lockName"],
+                "{% $states.context.Execution.Input.customer.`id x` %}"
+            );
+            for release in ["Release Lock", "Release Lock After Failure"] {
+                let name = &out["States"][release]["Arguments"]["Payload"]["lockName"];
+                assert_eq!(name, &payload["lockName"], "{release}");
+            }
+            let branch = &out["States"]["Run Workload Under Lock"]["Branches"][0];
+            assert_eq!(branch["States"]["A"]["Output"], "{% $states.input %}");
+            let text = serde_json::to_string(&out).expect("prints");
+            assert!(
+                !text.contains(".$\""),
+                "no JSONPath field in the output: {text}"
+            );
+        }
+        // The JSONPath output of the same definition has no JSONata states.
+        let out = wrapped_value(SMALLEST, &settings());
+        assert!(out.get("QueryLanguage").is_none());
+        assert!(out["States"]["Acquire Lock"]["Parameters"].is_object());
+    }
+
+    #[test]
+    fn an_asynchronous_invoke_is_refused_in_either_language() {
+        let invoke = |arguments: &str| {
+            format!(
+                r#"{{"QueryLanguage": "JSONata", "TimeoutSeconds": 60, "StartAt": "A", "States": {{"A":
+                {{"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                  "Arguments": {arguments}, "End": true}}}}}}"#
+            )
+        };
+        let plain = invoke(r#"{"FunctionName": "f", "Payload": "{% $states.input %}"}"#);
+        assert!(wrap_text(&plain, &settings(), false).is_ok());
+        for unsafe_arguments in [
+            r#"{"FunctionName": "f", "InvocationType": "Event"}"#,
+            r#"{"FunctionName": "f", "InvocationType": "{% $states.input.how %}"}"#,
+            r#""{% {'FunctionName': 'f', 'InvocationType': 'Event'} %}""#,
+        ] {
+            let refused = wrap_text(&invoke(unsafe_arguments), &settings(), false)
+                .expect_err(unsafe_arguments);
+            assert!(refused.contains("state \"A\" is"), "{refused}");
         }
     }
 }

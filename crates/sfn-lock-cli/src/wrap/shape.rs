@@ -22,7 +22,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::states::for_each_state;
+use super::states::{for_each_state, invocation_type, Invocation};
 use super::template::{RELEASE_AFTER_FAILURE_STATE, WAIT_STATE};
 
 /// How the Parallel's Catch treats errors out of the user's states.
@@ -194,15 +194,14 @@ fn task_may_outlive(state: &Map<String, Value>) -> Option<String> {
     if partition_is("states") && parts[3..] == ["", "", "lambda", "invoke"] {
         // An asynchronous invoke (InvocationType Event) returns while the
         // function runs on; one chosen at run time may be one.
-        return match state.get("Parameters").and_then(Value::as_object) {
-            Some(parameters) if parameters.contains_key("InvocationType.$") => {
+        return match invocation_type(state) {
+            Invocation::AtRunTime => {
                 Some("a Lambda invoke whose InvocationType is chosen at run time".into())
             }
-            Some(parameters) => match parameters.get("InvocationType").and_then(Value::as_str) {
-                None | Some("RequestResponse" | "DryRun") => None,
-                Some(_) => Some("an asynchronous Lambda invoke, whose function runs on".into()),
-            },
-            None => None,
+            Invocation::Default | Invocation::Written("RequestResponse" | "DryRun") => None,
+            Invocation::Written(_) => {
+                Some("an asynchronous Lambda invoke, whose function runs on".into())
+            }
         };
     }
     let quoted = json!(resource);

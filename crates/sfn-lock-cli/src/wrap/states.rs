@@ -108,3 +108,35 @@ pub(crate) fn unreachable(states: &Map<String, Value>, start: &str) -> Vec<Strin
         .cloned()
         .collect()
 }
+
+/// How a Lambda invoke Task sets its `InvocationType`, in `Parameters`
+/// (JSONPath) or `Arguments` (JSONata).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Invocation<'s> {
+    /// Not set: `RequestResponse`, synchronous.
+    Default,
+    /// Written out.
+    Written(&'s str),
+    /// Chosen at run time (`InvocationType.$`, a JSONata expression, or
+    /// JSONata `Arguments` that are one expression): it may be `Event`.
+    AtRunTime,
+}
+
+pub(crate) fn invocation_type(state: &Map<String, Value>) -> Invocation<'_> {
+    let arguments = state.get("Parameters").or_else(|| state.get("Arguments"));
+    let fields = match arguments {
+        None => return Invocation::Default,
+        Some(Value::Object(fields)) => fields,
+        Some(_) => return Invocation::AtRunTime,
+    };
+    if fields.contains_key("InvocationType.$") {
+        return Invocation::AtRunTime;
+    }
+    match fields.get("InvocationType") {
+        None => Invocation::Default,
+        Some(Value::String(written)) if !written.trim_start().starts_with("{%") => {
+            Invocation::Written(written)
+        }
+        Some(_) => Invocation::AtRunTime,
+    }
+}

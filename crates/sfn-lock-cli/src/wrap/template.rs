@@ -10,6 +10,7 @@ use clap::ValueEnum;
 use serde_json::{json, Value};
 use sfn_lock::Limit;
 
+use super::jsonata_path::jsonata_steps;
 use super::states::unreachable;
 
 /// The state whose single branch runs the workload, in both definitions.
@@ -28,6 +29,19 @@ pub(crate) const SAMPLE_TASK: &str = "Run Workload";
 /// found once, so that a changed file fails the wrap instead of keeping a
 /// lease computed from the sample's bounds.
 const LEASE_EXPRESSION: &str = r#""leaseSeconds.$": "States.MathAdd(States.MathAdd(${WorkloadTimeoutSeconds}, ${WorkloadMaxRunSeconds}), ${LeaseMarginSeconds})""#;
+/// The same in the JSONata files.
+const LEASE_EXPRESSION_JSONATA: &str = r#""leaseSeconds": "{% ${WorkloadTimeoutSeconds} + ${WorkloadMaxRunSeconds} + ${LeaseMarginSeconds} %}""#;
+
+/// The query language of the user's definition, which the output keeps: a
+/// state machine whose top level is JSONata cannot hold JSONPath states, so
+/// its lock states come from statemachine/jsonata/ (the same states, errors
+/// and guarantees; tests/template/asl_flavours.py keeps the two equal).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Flavour {
+    #[default]
+    JsonPath,
+    Jsonata,
+}
 
 /// What an execution does while the lock is held (`--mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -45,25 +59,32 @@ impl Mode {
         }
     }
 
-    pub(crate) fn file(self) -> &'static str {
-        match self {
-            Mode::Wait => "locked-workflow.asl.json",
-            Mode::Skip => "skip-if-running.asl.json",
+    pub(crate) fn file(self, flavour: Flavour) -> &'static str {
+        match (self, flavour) {
+            (Mode::Wait, Flavour::JsonPath) => "locked-workflow.asl.json",
+            (Mode::Skip, Flavour::JsonPath) => "skip-if-running.asl.json",
+            (Mode::Wait, Flavour::Jsonata) => "jsonata/locked-workflow.asl.json",
+            (Mode::Skip, Flavour::Jsonata) => "jsonata/skip-if-running.asl.json",
         }
     }
 
     // From the crate's root, so that the path does not depend on where in
     // src/ this file sits.
-    fn template(self) -> &'static str {
-        match self {
-            Mode::Wait => include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../statemachine/locked-workflow.asl.json"
-            )),
-            Mode::Skip => include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../statemachine/skip-if-running.asl.json"
-            )),
+    fn template(self, flavour: Flavour) -> &'static str {
+        macro_rules! reviewed {
+            ($file:literal) => {
+                include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../../statemachine/",
+                    $file
+                ))
+            };
+        }
+        match (self, flavour) {
+            (Mode::Wait, Flavour::JsonPath) => reviewed!("locked-workflow.asl.json"),
+            (Mode::Skip, Flavour::JsonPath) => reviewed!("skip-if-running.asl.json"),
+            (Mode::Wait, Flavour::Jsonata) => reviewed!("jsonata/locked-workflow.asl.json"),
+            (Mode::Skip, Flavour::Jsonata) => reviewed!("jsonata/skip-if-running.asl.json"),
         }
     }
 }
@@ -81,14 +102,21 @@ impl LockName {
     /// The lock states' field: a fixed `lockName`, or `lockName.$` read from the
     /// context object's copy of the input, because the release states get the
     /// workload's error or output as their input, not the execution input.
-    pub(crate) fn field(&self) -> (&'static str, String) {
-        match self {
-            LockName::Fixed(name) => ("lockName", name.as_str().to_owned()),
-            LockName::InputPath(path) => (
+    pub(crate) fn field(&self, flavour: Flavour) -> Result<(&'static str, String), String> {
+        Ok(match (self, flavour) {
+            (LockName::Fixed(name), _) => ("lockName", name.as_str().to_owned()),
+            (LockName::InputPath(path), Flavour::JsonPath) => (
                 "lockName.$",
                 format!("$$.Execution.Input{}", path.trim_start_matches('$')),
             ),
-        }
+            (LockName::InputPath(path), Flavour::Jsonata) => (
+                "lockName",
+                format!(
+                    "{{% $states.context.Execution.Input{} %}}",
+                    jsonata_steps(path)?
+                ),
+            ),
+        })
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -113,9 +141,16 @@ pub(crate) struct Settings {
     /// `${Partition}` of the service integrations: `aws`, `aws-cn`, ..., or a
     /// placeholder left for the user's DefinitionSubstitutions.
     pub(crate) partition: String,
+    /// The user's definition's query language (not a flag: read from it).
+    pub(crate) flavour: Flavour,
 }
 
 impl Settings {
+    /// The reviewed file the output is built from, under statemachine/.
+    pub(crate) fn file(&self) -> &'static str {
+        self.mode.file(self.flavour)
+    }
+
     /// The longest the execution waits for the lock, which its TimeoutSeconds
     /// adds to the user's: `--max-wait-seconds` in wait mode, 0 in skip mode.
     pub(crate) fn wait_seconds(&self) -> u64 {
@@ -149,15 +184,16 @@ impl Template {
         lease_seconds: u64,
         held_seconds: u64,
     ) -> Result<Template, String> {
-        let file = settings.mode.file();
-        let mut text = settings.mode.template().to_owned();
-        if text.matches(LEASE_EXPRESSION).count() != 1 {
-            return Err(format!("{file}: expected once {LEASE_EXPRESSION}"));
+        let file = settings.mode.file(settings.flavour);
+        let mut text = settings.mode.template(settings.flavour).to_owned();
+        let lease = match settings.flavour {
+            Flavour::JsonPath => LEASE_EXPRESSION,
+            Flavour::Jsonata => LEASE_EXPRESSION_JSONATA,
+        };
+        if text.matches(lease).count() != 1 {
+            return Err(format!("{file}: expected once {lease}"));
         }
-        text = text.replace(
-            LEASE_EXPRESSION,
-            &format!(r#""leaseSeconds": {lease_seconds}"#),
-        );
+        text = text.replace(lease, &format!(r#""leaseSeconds": {lease_seconds}"#));
         let substitutions = [
             ("Partition", settings.partition.clone()),
             ("WorkloadMaxRunSeconds", held_seconds.to_string()),

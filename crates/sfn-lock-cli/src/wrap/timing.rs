@@ -98,7 +98,7 @@ impl Bounds {
         let state = |name: &str| {
             template["States"]
                 .get(name)
-                .ok_or_else(|| format!("{}: no state \"{name}\"", settings.mode.file()))
+                .ok_or_else(|| format!("{}: no state \"{name}\"", settings.file()))
         };
         let acquire = retry_bound(state("Acquire Lock")?, ACQUIRE_INVOCATION_SECONDS)?;
         let mut release = 0;

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 
 use super::errors::Unsafe;
 use super::shape::{arn_parts, is_partition};
+use super::states::{invocation_type, Invocation};
 
 /// The optimized integrations (`arn:PARTITION:states:::SERVICE:ACTION`)
 /// that start work and have a Run a Job (`.sync`) form, which waits for it
@@ -121,22 +122,17 @@ pub(crate) fn unwaited_work(name: &str, state: &Map<String, Value>) -> Option<Un
         return None;
     }
     let (what, remedy) = if call.service == "lambda" && call.action == "invoke" {
-        let parameters = state.get("Parameters").and_then(Value::as_object);
-        let invocation = parameters.and_then(|parameters| {
-            if parameters.contains_key("InvocationType.$") {
-                Some("a Lambda invoke whose InvocationType is chosen at run time (InvocationType.$), \
-                     which may be Event: the function runs on after its state ended"
-                    .to_owned())
-            } else {
-                match parameters.get("InvocationType").and_then(Value::as_str) {
-                    None | Some("RequestResponse" | "DryRun") => None,
-                    Some(other) => Some(format!(
-                        "an asynchronous Lambda invoke (InvocationType {other}), whose state \
-                         ends once the function is queued, while it runs on"
-                    )),
-                }
-            }
-        })?;
+        let invocation = match invocation_type(state) {
+            Invocation::AtRunTime => "a Lambda invoke whose InvocationType is chosen at run time \
+                 (InvocationType.$, or a JSONata expression), which may be Event: the function \
+                 runs on after its state ended"
+                .to_owned(),
+            Invocation::Default | Invocation::Written("RequestResponse" | "DryRun") => return None,
+            Invocation::Written(other) => format!(
+                "an asynchronous Lambda invoke (InvocationType {other}), whose state ends once \
+                 the function is queued, while it runs on"
+            ),
+        };
         (invocation, INVOKE_REMEDY)
     } else if !call.sdk
         && SYNC_FORMS.contains(&format!("{}:{}", call.service, call.action).as_str())

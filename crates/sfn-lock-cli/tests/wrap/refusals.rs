@@ -36,19 +36,17 @@ fn malformed_definitions_are_refused() {
 
 #[test]
 fn definitions_that_cannot_run_in_the_branch_are_refused() {
-    let mut jsonata = sample();
-    jsonata["QueryLanguage"] = json!("JSONata");
+    // A JSONPath state in a JSONata machine (Step Functions refuses it).
+    let mut mixed = sample();
+    mixed["QueryLanguage"] = json!("JSONata");
+    mixed["States"]["Summarize"]["QueryLanguage"] = json!("JSONPath");
     refused_definition(
-        &jsonata,
-        "cannot wrap: QueryLanguage \"JSONata\" at the top level",
+        &mixed,
+        "cannot wrap: QueryLanguage JSONPath in state \"Summarize\" of a JSONata state machine",
     );
-
-    let mut jsonata_state = sample();
-    jsonata_state["States"]["Summarize"]["QueryLanguage"] = json!("JSONata");
-    refused_definition(
-        &jsonata_state,
-        "QueryLanguage \"JSONata\" in state \"Summarize\"",
-    );
+    let mut unknown = sample();
+    unknown["QueryLanguage"] = json!("XPath");
+    refused_definition(&unknown, "QueryLanguage \"XPath\" at the top level");
 
     let mut collision = sample();
     let states = collision["States"].as_object_mut().expect("States");

@@ -28,6 +28,7 @@ fn settings(mode: Mode) -> Settings {
         lease_margin_seconds: 300,
         pass_lock_to_workload: false,
         partition: "aws".into(),
+        flavour: Default::default(),
     }
 }
 
