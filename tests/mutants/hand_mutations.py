@@ -212,8 +212,9 @@ MUTATIONS = [
     Mutation(
         id="rule-misses-skip-if-running",
         file=TEMPLATE,
-        find='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", ',
-        replace='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, ',
+        find='stateMachineArn: !Split [",", !Join ["", [!If [HasSamples, !Ref LockedWorkflowStateMachine, ""], '
+             '!If [HasSamples, !Sub ",${SkipIfRunningStateMachine}", ""], ',
+        replace='stateMachineArn: !Split [",", !Join ["", [!If [HasSamples, !Ref LockedWorkflowStateMachine, ""], ',
         why="the sweep sees the ends of skip-if-running executions too (a stopped one would keep its lock until the lease ends)",
         check="sweep wiring",
     ),
@@ -280,9 +281,13 @@ MUTATIONS = [
     Mutation(
         id="rule-misses-queued-workflow",
         file=TEMPLATE,
-        find='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", '
-             '!If [UseDynamoDbStore, !Sub ",${QueuedWorkflowStateMachine}", ""], ',
-        replace='stateMachineArn: !Split [",", !Join ["", [!Ref LockedWorkflowStateMachine, !Sub ",${SkipIfRunningStateMachine}", ',
+        find='!If [HasSamples, !Sub ",${SkipIfRunningStateMachine}", ""], '
+             '!If [DeployQueuedWorkflow, !Sub ",${QueuedWorkflowStateMachine}", ""], !If [HasTargetStateMachine, '
+             '!Sub ",${AttachedWorkflowStateMachine}", ""], !If [HasLockedStateMachines, !Sub [",${Arns}", '
+             '{Arns: !Join [",", !Ref LockedStateMachineArns]}], ""]]]]',
+        replace='!If [HasSamples, !Sub ",${SkipIfRunningStateMachine}", ""], !If [HasTargetStateMachine, '
+                '!Sub ",${AttachedWorkflowStateMachine}", ""], !If [HasLockedStateMachines, !Sub [",${Arns}", '
+                '{Arns: !Join [",", !Ref LockedStateMachineArns]}], ""]]]]',
         why="the sweep sees the ends of queued executions too (a stopped one would keep its lock, or its place "
             "in the queue, until the lease ends or a hand-off finds its task dead)",
         check="sweep wiring",
