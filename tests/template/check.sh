@@ -25,6 +25,11 @@
 #                                   must also find take no resource ARN; parliament refuses
 #                                   unknown actions too
 # 6. asl_substitutions --self-test  the ASL check rejects bad definitions
+# 6b. jsonata_expressions.mjs       what the JSONata flavour's data-routing expressions
+#                                   compute (sfnLock added to the workload's input, the
+#                                   sample's failure marker), evaluated with the jsonata
+#                                   package beside what the JSONPath twins do on the same
+#                                   data: an object, an array, [], a string, null
 # 7. parameter_orderings (+ self-test)  the orderings of defaults and ranges: the sample
 #                                   function's timeout (its Task's bound, which the held
 #                                   path covers), WorkloadMaxRunSeconds, the lease cap
@@ -242,6 +247,7 @@ step "asl variants self-test" "$PY" "$HERE/asl_variants.py" --self-test
 step "asl variants" "$PY" "$HERE/asl_variants.py"
 step "asl flavours self-test" "$PY" "$HERE/asl_flavours.py" --self-test
 step "asl flavours" "$PY" "$HERE/asl_flavours.py"
+step "jsonata expressions" "$NODE" "$HERE/jsonata_expressions.mjs"
 step "target state machine self-test" "$PY" "$HERE/target_state_machine.py" --self-test
 step "target state machine" "$PY" "$HERE/target_state_machine.py" template.yaml
 step "function permissions self-test" "$PY" "$HERE/function_permissions.py" --self-test

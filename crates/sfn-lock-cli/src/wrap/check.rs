@@ -41,6 +41,9 @@ pub(crate) struct UserDefinition {
     pub(crate) warnings: Vec<String>,
 }
 
+/// The prefix of the lock states' variables (`$sfnLock`, `$sfnLockResultPath`).
+const LOCK_VARIABLES: &str = "sfnLock";
+
 /// What a definition is checked against.
 pub(crate) struct Rules<'r> {
     /// The names of the lock's own states.
@@ -97,6 +100,25 @@ pub(crate) fn check(definition: &Value, rules: &Rules) -> Result<UserDefinition,
                 .into(),
         );
     }
+    for_each_state(states, &mut |name, state| {
+        // The lock states keep the grant in variables of these names (the
+        // JSONata flavour): one of the user's own would shadow or clash.
+        let catchers = state.get("Catch").and_then(Value::as_array);
+        let assigns = std::iter::once(state.get("Assign"))
+            .chain(catchers.into_iter().flatten().map(|c| c.get("Assign")))
+            .flatten()
+            .filter_map(Value::as_object);
+        match assigns
+            .flat_map(|a| a.keys())
+            .find(|k| k.starts_with(LOCK_VARIABLES))
+        {
+            Some(variable) => Err(format!(
+                "state \"{name}\" assigns the variable ${variable}; variables whose name starts \
+                 with {LOCK_VARIABLES} are the lock states' own: rename it"
+            )),
+            None => Ok(()),
+        }
+    })?;
     for_each_state(states, &mut |name, _| {
         if rules.lock_states.contains(name) {
             Err(format!(

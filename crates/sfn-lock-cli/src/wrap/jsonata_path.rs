@@ -40,10 +40,13 @@ pub(crate) fn jsonata_steps(path: &str) -> Result<String, String> {
         } else {
             return Err(refused());
         };
-        if name.is_empty() || name.contains('`') || name == "*" {
+        // A backtick name has no escapes: JSONPath's \' cannot be carried over.
+        if name.is_empty() || name.contains(['`', '\\']) || name == "*" {
             return Err(refused());
         }
-        match plain(&name) {
+        // JSONata's literals read as values, not steps: quoted like any other name.
+        let literal = ["null", "true", "false"].contains(&name.as_str());
+        match plain(&name) && !literal {
             true => steps.push_str(&format!(".{name}")),
             false => steps.push_str(&format!(".`{name}`")),
         }
@@ -63,6 +66,9 @@ mod tests {
             ("$.a.b_2", ".a.b_2"),
             ("$['customer id']", ".`customer id`"),
             ("$[\"x-y\"][0].z", ".`x-y`[0].z"),
+            // JSONata's literals are no step: quoted.
+            ("$.null.true", ".`null`.`true`"),
+            ("$['false']", ".`false`"),
         ] {
             assert_eq!(jsonata_steps(path).as_deref(), Ok(steps), "{path}");
         }
@@ -73,6 +79,8 @@ mod tests {
             "$.a[1:2]",
             "$['a`b']",
             "$.a[",
+            // A JSONPath escape has no counterpart in a JSONata backtick name.
+            "$['a\\'b']",
         ] {
             let error = jsonata_steps(refused).expect_err(refused);
             assert!(

@@ -93,7 +93,9 @@
 //! JSONata definition is wrapped in statemachine/jsonata/'s lock states, a
 //! JSONPath one, its JSONata states included, in statemachine/'s); a
 //! `--lock-name-path` with no plain JSONata form, for a JSONata definition
-//! (jsonata_path.rs); a definition that
+//! (jsonata_path.rs), or a fixed name written as a JSONata expression; a
+//! variable of the user's whose name starts with `sfnLock` (the lock
+//! states' own); a definition that
 //! already has the lock states; a state, at any depth, named like a lock
 //! state (names are unique across a whole state machine, branches
 //! included); no top-level TimeoutSeconds, or one whose wrapped timeout or

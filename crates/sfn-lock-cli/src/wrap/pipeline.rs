@@ -40,6 +40,12 @@ pub(crate) fn wrap_text(
         flavour: flavour_of(&value),
         ..settings.clone()
     };
+    // A lock name the definition's language cannot carry is the user's
+    // error (build.rs, which fills it in, reports only sfn-lock's own).
+    settings
+        .lock_name
+        .field(settings.flavour)
+        .map_err(|reason| format!("cannot wrap: {reason}"))?;
     // The lock states' names, errors and retriers, for the check; they do
     // not depend on the lease, which the check has yet to compute.
     let reviewed = Template::load(settings, 1).map_err(internal)?;
@@ -216,6 +222,47 @@ mod tests {
         let out = wrapped_value(SMALLEST, &settings());
         assert!(out.get("QueryLanguage").is_none());
         assert!(out["States"]["Acquire Lock"]["Parameters"].is_object());
+    }
+
+    #[test]
+    fn lock_names_a_jsonata_definition_cannot_take_are_the_users_error() {
+        let named = |lock_name| Settings {
+            lock_name,
+            ..settings()
+        };
+        let expression = super::super::template::LockName::Fixed(
+            sfn_lock::LockName::new("{% $states.context.Execution.Id %}").expect("a name"),
+        );
+        let refused = wrap_text(SMALLEST_JSONATA, &named(expression.clone()), false)
+            .expect_err("an expression as a fixed name");
+        assert!(refused.starts_with("cannot wrap: "), "{refused}");
+        assert!(
+            refused.contains("would be a JSONata expression"),
+            "{refused}"
+        );
+        // The same name is a plain string in JSONPath.
+        assert!(wrap_text(SMALLEST, &named(expression), false).is_ok());
+        let path = super::super::template::LockName::InputPath("$.a[*]".into());
+        let refused = wrap_text(SMALLEST_JSONATA, &named(path), false).expect_err("a wildcard");
+        assert!(
+            refused.starts_with("cannot wrap: --lock-name-path"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn variables_named_like_the_locks_are_refused() {
+        for assign in [
+            r#""Assign": {"sfnLock": 1},"#,
+            r#""Catch": [{"ErrorEquals": ["States.ALL"], "Next": "A", "Assign": {"sfnLockResultPath": 2}}],"#,
+        ] {
+            let user = SMALLEST_JSONATA.replace(
+                r#""Type": "Pass","#,
+                &format!(r#""Type": "Pass", {assign}"#),
+            );
+            let refused = wrap_text(&user, &settings(), false).expect_err(assign);
+            assert!(refused.contains("state \"A\" assigns"), "{refused}");
+        }
     }
 
     #[test]

@@ -104,6 +104,17 @@ impl LockName {
     /// workload's error or output as their input, not the execution input.
     pub(crate) fn field(&self, flavour: Flavour) -> Result<(&'static str, String), String> {
         Ok(match (self, flavour) {
+            // In a JSONata state a string written as {% ... %} is an
+            // expression: a fixed name so written would name another lock.
+            (LockName::Fixed(name), Flavour::Jsonata)
+                if name.as_str().trim_start().starts_with("{%") =>
+            {
+                return Err(format!(
+                    "the lock name {} would be a JSONata expression in a JSONata definition, \
+                     not a name: choose another, or --lock-name-path for a lock per key",
+                    json!(name.as_str())
+                ))
+            }
             (LockName::Fixed(name), _) => ("lockName", name.as_str().to_owned()),
             (LockName::InputPath(path), Flavour::JsonPath) => (
                 "lockName.$",
