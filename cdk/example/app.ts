@@ -1,0 +1,80 @@
+// The example app: one Lambda workload run under the lock, as the shipped
+// locked workflow runs its sample. Synthesized offline by app.synth() (no
+// AWS account, no CDK CLI): `node dist/example/app.js` writes cdk.out/.
+import * as path from 'path';
+import { App, Duration, Stack, StackProps } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import { SfnLock } from '../lib';
+import { suppress } from '../lib/nag';
+
+export interface ExampleProps extends StackProps {
+  /** Where the three bootstrap binaries are (SfnLockProps.codeDirectory). */
+  readonly codeDirectory: string;
+  readonly onContention?: 'wait' | 'queue' | 'skip';
+}
+
+export class ExampleStack extends Stack {
+  readonly lock: SfnLock;
+  readonly stateMachine: sfn.StateMachine;
+  readonly workload: lambda.Function;
+
+  constructor(scope: Construct, id: string, props: ExampleProps) {
+    super(scope, id, props);
+    this.lock = new SfnLock(this, 'Lock', { codeDirectory: props.codeDirectory });
+
+    const workloadLogs = new logs.LogGroup(this, 'WorkloadLogs', { retention: logs.RetentionDays.ONE_MONTH });
+    const workloadRole = new iam.Role(this, 'WorkloadRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    workloadRole.addToPolicy(new iam.PolicyStatement({
+      actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [workloadLogs.logGroupArn],
+    }));
+    // The workload: returns its input after sleeping sleepSeconds (the
+    // template's sample). Its own Timeout is within the lock's workloadMaxRun,
+    // the longest it may run on after its Task timed out.
+    this.workload = new lambda.Function(this, 'Workload', {
+      runtime: lambda.Runtime.NODEJS_22_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline(
+        'exports.handler = async (e) => { await new Promise((r) => setTimeout(r, 1000 * ((e && e.sleepSeconds) || 0))); return e; };'),
+      timeout: Duration.seconds(300),
+      role: workloadRole,
+      logGroup: workloadLogs,
+    });
+
+    const timeout = Duration.seconds(300);
+    const definition = this.lock.around(
+      this.lock.lambdaWorkload(this, this.workload, { timeout }),
+      { lockName: 'example', workloadTimeout: timeout, onContention: props.onContention ?? 'wait' },
+    );
+    const logGroup = new logs.LogGroup(this, 'StateMachineLogs', {
+      logGroupName: `/aws/vendedlogs/states/${this.stackName}-locked`,
+      retention: logs.RetentionDays.ONE_MONTH,
+    });
+    this.stateMachine = new sfn.StateMachine(this, 'Locked', {
+      definitionBody: sfn.DefinitionBody.fromChainable(definition),
+      // No execution timeout: the states are bounded instead, so that a wait
+      // that runs out ends in LockWaitTimeout (docs/failures.md).
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      tracingEnabled: true,
+    });
+    this.lock.register(this.stateMachine, { logGroup });
+    suppress(this.stateMachine.role, [
+      ['AwsSolutions-IAM5', 'Every version of the lock functions and of the workload (arn:...:*): executions started before an update still call the version they started with.'],
+      ['AwsSolutions-IAM5', 'X-Ray tracing and log delivery (xray:Put*, logs:*Delivery*) accept no resource but "*": Step Functions sets them up with the execution role.'],
+    ]);
+  }
+}
+
+if (require.main === module) {
+  const codeDirectory = process.env.SFN_LOCK_CODE_DIR ?? path.join(__dirname, '..', '..', '..', 'target', 'lambda');
+  const app = new App({ outdir: process.env.CDK_OUTDIR ?? 'cdk.out' });
+  new ExampleStack(app, 'SfnLockExample', {
+    codeDirectory,
+    env: { account: process.env.CDK_DEFAULT_ACCOUNT ?? '123456789012', region: process.env.CDK_DEFAULT_REGION ?? 'eu-west-1' },
+  });
+  const assembly = app.synth();
+  console.log(`synthesized ${assembly.stacks.map((s) => s.templateFile).join(', ')} into ${assembly.directory}`);
+}
