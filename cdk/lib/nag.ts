@@ -1,16 +1,19 @@
-// cdk-nag suppressions written as the metadata cdk-nag reads ("cdk_nag" on
-// each CloudFormation resource), so that the library needs no cdk-nag at run
-// time. Every suppression carries its reason; cdk-nag prints it.
-import { CfnResource } from 'aws-cdk-lib';
+// cdk-nag findings acknowledged through aws-cdk-lib's own Validations API,
+// so the library needs no cdk-nag at run time. Each acknowledgment names the
+// exact finding (cdk-nag 3 has no prefix match) and says why; cdk-nag's
+// report and the construct metadata keep the reason.
+import { CfnElement, Stack, Validations } from 'aws-cdk-lib';
 import { IConstruct } from 'constructs';
 
-/** [rule id, reason] pairs, on every resource under `scope`. */
-export function suppress(scope: IConstruct, rules: Array<[string, string]>): void {
-  for (const c of scope.node.findAll()) {
-    if (!CfnResource.isCfnResource(c)) continue;
-    const prior = (c.getMetadata('cdk_nag')?.rules_to_suppress ?? []) as Array<{ id: string; reason: string }>;
-    const byId = new Map(prior.map((r) => [r.id, r.reason]));
-    for (const [id, reason] of rules) byId.set(id, byId.has(id) ? `${byId.get(id)} ${reason}` : reason);
-    c.addMetadata('cdk_nag', { rules_to_suppress: [...byId].map(([id, reason]) => ({ id, reason })) });
+/** Acknowledge AwsSolutions findings on `scope` and everything under it. */
+export function acknowledge(scope: IConstruct, findings: Array<[string, string]>): void {
+  for (const [id, reason] of findings) {
+    Validations.of(scope).acknowledge({ id: `AwsSolutions::${id}`, reason });
   }
+}
+
+/** How cdk-nag writes a resource's attribute in a finding: <LogicalId.Attr>. */
+export function nagRef(resource: IConstruct, attribute: string): string {
+  const element = resource.node.defaultChild as CfnElement;
+  return `<${Stack.of(resource).getLogicalId(element)}.${attribute}>`;
 }

@@ -13,6 +13,8 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { AroundOptions, buildAround } from './around';
 import { addAlarms, LeftLockFilter } from './alarms';
+import { allow, allowTaskTokens } from './grants';
+import { acknowledge, nagRef } from './nag';
 import { SweepProps, Sweep } from './sweep';
 import { lambdaWorkload, LambdaWorkloadOptions } from './workload';
 
@@ -170,6 +172,11 @@ export class SfnLock extends Construct {
       actions: ['lambda:InvokeFunction'],
       resources: [`${this.acquireFunction.functionArn}:*`, `${this.releaseFunction.functionArn}:*`],
     }));
+    if (Construct.isConstruct(stateMachine.grantPrincipal)) {
+      const why = 'Every published version of the lock function (ARN:*): an execution started before a stack update still calls the version it started with.';
+      acknowledge(stateMachine.grantPrincipal, [this.acquireFunction, this.releaseFunction]
+        .map((f) => [`AwsSolutions-IAM5[Resource::${nagRef(f, 'Arn')}:*]`, why]));
+    }
     this.sweep.add(stateMachine);
     if (options.logGroup) {
       new LeftLockFilter(this, `LeftLockToCleanup${this.sweep.count}`, {
@@ -183,19 +190,6 @@ export class SfnLock extends Construct {
 function checkRange(name: string, d: Duration, min: number, max: number) {
   const s = d.toSeconds();
   if (s < min || s > max) throw new Error(`SfnLock: ${name} must be ${min} to ${max} s, got ${s}`);
-}
-
-export function allow(fn: lambda.Function, sid: string, actions: string[], resources: string[]) {
-  fn.addToRolePolicy(new iam.PolicyStatement({ sid, actions, resources }));
-}
-
-// states:SendTaskSuccess has no resource type: "*" is the only Resource it
-// accepts; the task token names the one task. Held to this Region.
-export function allowTaskTokens(fn: lambda.Function, sid: string) {
-  fn.addToRolePolicy(new iam.PolicyStatement({
-    sid, actions: ['states:SendTaskSuccess'], resources: ['*'],
-    conditions: { StringEquals: { 'aws:RequestedRegion': Aws.REGION } },
-  }));
 }
 
 interface FunctionSpec {

@@ -14,6 +14,8 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { allow, allowTaskTokens } from './grants';
+import { acknowledge, nagRef } from './nag';
 
 export interface SweepProps {
   /** The delay queue's DelaySeconds: the sweep's first look after an end,
@@ -36,6 +38,7 @@ export class Sweep extends Construct {
   readonly rule: events.Rule;
   readonly fn: lambda.Function;
   private readonly arns: string[] = [];
+  private readonly names: string[] = [];
 
   constructor(scope: Construct, id: string, props: Props) {
     super(scope, id);
@@ -101,28 +104,25 @@ export class Sweep extends Construct {
       reportBatchItemFailures: true,
     });
     // The event source mapping's needs, on this queue only.
-    grant(fn, 'ConsumeTheCleanupQueue', [
+    allow(fn, 'ConsumeTheCleanupQueue', [
       'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes',
     ], [this.queue.queueArn]);
     // An event that came before the workload can have stopped goes back with a delay.
-    grant(fn, 'DeferEarlyEvents', ['sqs:SendMessage'], [this.queue.queueArn]);
+    allow(fn, 'DeferEarlyEvents', ['sqs:SendMessage'], [this.queue.queueArn]);
     const t = props.table.tableArn;
-    grant(fn, 'FindLocksByOwner', ['dynamodb:Query'], [`${t}/index/owner-index`]);
-    grant(fn, 'ReconcilerScansTheTable', ['dynamodb:Scan'], [t]);
-    grant(fn, 'ReleaseLocksInThisTable', ['dynamodb:UpdateItem'], [t]);
-    grant(fn, 'ReadSemaphorePermitMarkers', ['dynamodb:GetItem'], [t]);
-    grant(fn, 'DeleteSemaphorePermitMarkers', ['dynamodb:DeleteItem'], [t]);
-    fn.addToRolePolicy(new iam.PolicyStatement({
-      sid: 'HandOffToQueuedWaiters', actions: ['states:SendTaskSuccess'], resources: ['*'],
-      conditions: { StringEquals: { 'aws:RequestedRegion': Aws.REGION } },
-    }));
+    allow(fn, 'FindLocksByOwner', ['dynamodb:Query'], [`${t}/index/owner-index`]);
+    allow(fn, 'ReconcilerScansTheTable', ['dynamodb:Scan'], [t]);
+    allow(fn, 'ReleaseLocksInThisTable', ['dynamodb:UpdateItem'], [t]);
+    allow(fn, 'ReadSemaphorePermitMarkers', ['dynamodb:GetItem'], [t]);
+    allow(fn, 'DeleteSemaphorePermitMarkers', ['dynamodb:DeleteItem'], [t]);
+    allowTaskTokens(fn, 'HandOffToQueuedWaiters');
     // The sweep trusts Step Functions, not the message: only the registered
     // state machines' executions.
     fn.addToRolePolicy(new iam.PolicyStatement({
       sid: 'ConfirmTheExecutionEnded', actions: ['states:DescribeExecution'],
-      resources: Lazy.list({ produce: () => this.arns.map(executionArns) }),
+      resources: Lazy.list({ produce: () => this.names.map(executionArns) }),
     }));
-    fn.addEnvironment('SWEPT_STATE_MACHINE_ARNS', Lazy.string({ produce: () => Fn.join(',', this.arns) }));
+    fn.addEnvironment('SWEPT_STATE_MACHINE_ARNS', Lazy.string({ produce: () => (this.arns.length ? Fn.join(',', this.arns) : '') }));
     fn.addEnvironment('CLEANUP_QUEUE_URL', this.queue.queueUrl);
 
     const schedule = props.reconcileSchedule ?? 'rate(5 minutes)';
@@ -138,6 +138,16 @@ export class Sweep extends Construct {
 
   add(stateMachine: sfn.IStateMachine): void {
     this.arns.push(stateMachine.stateMachineArn);
+    // DescribeExecution authorizes on the execution's ARN, which holds the
+    // machine's name: arn:...:execution:NAME:ID.
+    if (!(stateMachine instanceof sfn.StateMachine)) {
+      this.names.push(Fn.select(6, Fn.split(':', stateMachine.stateMachineArn)));
+    } else {
+      this.names.push(stateMachine.stateMachineName);
+      acknowledge(this.fn, [[
+        `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${nagRef(stateMachine, 'Name')}:*]`,
+        'states:DescribeExecution on every execution of a registered state machine (execution:NAME:*): the sweep confirms that the execution named in an end event has ended before it frees its locks.']]);
+    }
   }
 
   private reconciler(expression: string) {
@@ -172,12 +182,7 @@ export class Sweep extends Construct {
   }
 }
 
-function grant(fn: lambda.Function, sid: string, actions: string[], resources: string[]) {
-  fn.addToRolePolicy(new iam.PolicyStatement({ sid, actions, resources }));
-}
-
-// arn:...:stateMachine:NAME -> arn:...:execution:NAME:* (every execution of it).
-function executionArns(stateMachineArn: string): string {
-  const name = Fn.select(6, Fn.split(':', stateMachineArn));
+// NAME -> arn:...:execution:NAME:* (every execution of it).
+function executionArns(name: string): string {
   return `arn:${Aws.PARTITION}:states:${Aws.REGION}:${Aws.ACCOUNT_ID}:execution:${name}:*`;
 }
