@@ -3,6 +3,7 @@
 // published versions, the sweep (rule -> delay queue -> mapping -> function),
 // the reconciler's schedule and the alarms. Resource settings, Sids and
 // environment variables follow template.yaml; its comments say why.
+import * as fs from 'fs';
 import * as path from 'path';
 import { Aws, Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -198,6 +199,10 @@ interface FunctionSpec {
 }
 
 function lockFunction(scope: Construct, id: string, s: FunctionSpec): lambda.Function {
+  const asset = path.join(s.props.codeDirectory, s.binary);
+  if (!fs.existsSync(path.join(asset, 'bootstrap'))) {
+    throw new Error(`SfnLock: no ${asset}/bootstrap; build the functions first (at the repository root: cargo lambda build --release --arm64, which writes target/lambda/), or point codeDirectory at them`);
+  }
   const logGroup = new logs.LogGroup(scope, `${id}LogGroup`, {
     retention: s.retention, removalPolicy: RemovalPolicy.DESTROY,
   });
@@ -215,7 +220,7 @@ function lockFunction(scope: Construct, id: string, s: FunctionSpec): lambda.Fun
     description: s.description,
     runtime: lambda.Runtime.PROVIDED_AL2023,
     handler: 'bootstrap',
-    code: lambda.Code.fromAsset(path.join(s.props.codeDirectory, s.binary)),
+    code: lambda.Code.fromAsset(asset),
     architecture: s.props.architecture ?? lambda.Architecture.ARM_64,
     memorySize: 128,
     timeout: Duration.seconds(s.timeout),
