@@ -131,7 +131,7 @@ export function buildAround(scope: Construct, calls: LockCalls, work: sfn.IChain
     'fencingToken.$': `${at}.fencingToken`, 'expiresAt.$': `${at}.expiresAt`,
   });
   const resultPath = o.passLockToWorkload ? '$.sfnLock' : null;
-    let acquire: sfn.CustomState;
+  let acquire: sfn.CustomState;
   if (mode === 'queue') {
     const failWaitTimeout = new sfn.Fail(scope, p + 'Fail With Lock Wait Timeout', {
       error: 'LockWaitTimeout',

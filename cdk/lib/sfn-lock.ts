@@ -59,6 +59,7 @@ export class SfnLock extends Construct {
   readonly metricsNamespace: string;
   readonly workloadMaxRun: Duration;
   readonly leaseMargin: Duration;
+  private readonly maxLease?: Duration;
   private readonly leftLockStates: string[] = [];
   private arounds = 0;
 
@@ -66,6 +67,7 @@ export class SfnLock extends Construct {
     super(scope, id);
     this.workloadMaxRun = props.workloadMaxRun ?? Duration.seconds(900);
     this.leaseMargin = props.leaseMargin ?? Duration.seconds(300);
+    this.maxLease = props.maxLease;
     checkRange('workloadMaxRun', this.workloadMaxRun, 30, 86400);
     checkRange('leaseMargin', this.leaseMargin, 180, 86400);
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
@@ -146,6 +148,13 @@ export class SfnLock extends Construct {
 
   /** The lock's states around a chain (statemachine/*.asl.json as CDK states). */
   around(work: sfn.IChainable, options: AroundOptions): sfn.Chain {
+    // template.yaml cannot compare numbers at deploy time (a short
+    // MaxLeaseSeconds deploys and every acquire is refused); here we can.
+    const lease = options.workloadTimeout.toSeconds() + this.workloadMaxRun.toSeconds() + this.leaseMargin.toSeconds();
+    const cap = this.maxLease?.toSeconds() ?? 31536000;
+    if (lease > cap) {
+      throw new Error(`SfnLock: the lease (workloadTimeout + workloadMaxRun + leaseMargin = ${lease} s) exceeds maxLease (${cap} s): acquire-lock would refuse every acquire`);
+    }
     this.arounds += 1;
     const scope = new Construct(this, `Around${this.arounds}`);
     this.leftLockStates.push(`${options.prefix ?? ''}Succeed And Leave Lock To Cleanup`);

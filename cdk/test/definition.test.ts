@@ -80,6 +80,9 @@ test('refused: a limit out of range, a wait over 10 hours, around() with no mach
   assert.throws(() => locked(twoSteps, { maxWait: Duration.hours(11) }), /maxWait must be at most 10 hours/);
   assert.throws(() => locked(twoSteps, {}, false).template(), /call lock.register\(stateMachine\)/);
   assert.throws(() => new SfnLock(emptyStack(), 'L', { codeDirectory: codeDirectory(), leaseMargin: Duration.seconds(60) }), /leaseMargin must be 180/);
+  // 600 + 900 + 300 = 1800 s of lease; a cap of 1799 would refuse every acquire.
+  const capped = new SfnLock(emptyStack(), 'L', { codeDirectory: codeDirectory(), maxLease: Duration.seconds(1799) });
+  assert.throws(() => capped.around(new sfn.Pass(capped, 'W'), { lockName: 'x', workloadTimeout: Duration.minutes(10) }), /1800 s\) exceeds maxLease \(1799 s\)/);
 });
 
 test('alarms off: none; a topic: each alarm notifies it in ALARM and back to OK', () => {
