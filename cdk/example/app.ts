@@ -33,21 +33,20 @@ export class ExampleStack extends Stack {
     workloadRole.addToPolicy(new iam.PolicyStatement({
       actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [workloadLogs.logGroupArn],
     }));
-    // The workload: returns its input after sleeping sleepSeconds (the
-    // template's sample). Its own Timeout is within the lock's workloadMaxRun,
-    // the longest it may run on after its Task timed out.
+    // The workload: template.yaml's sample, the same code on the same
+    // runtime: returns its input after sleeping sleepSeconds, at most until
+    // one second before its own Timeout. That Timeout is within the lock's
+    // workloadMaxRun, the longest it may run on after its Task timed out.
     this.workload = new lambda.Function(this, 'Workload', {
-      runtime: lambda.Runtime.NODEJS_24_X,
+      runtime: lambda.Runtime.PYTHON_3_13,
       handler: 'index.handler',
-      code: lambda.Code.fromInline(
-        'exports.handler = async (e) => { await new Promise((r) => setTimeout(r, 1000 * ((e && e.sleepSeconds) || 0))); return e; };'),
+      code: lambda.Code.fromInline(SAMPLE_WORKLOAD),
       timeout: Duration.seconds(300),
       role: workloadRole,
       logGroup: workloadLogs,
     });
-
     acknowledge(this.workload, [['AwsSolutions-L1',
-      "Node.js 24, the newest long-term-support release; cdk-nag asks for the newest runtime CDK knows, which may be a release Lambda calls current, not LTS. The lock's own functions run on provided.al2023."]]);
+      "Python 3.13, template.yaml's sample workload runtime, so that both deploy the same sample; the lock's own functions run on provided.al2023."]]);
 
     const timeout = Duration.seconds(300);
     const definition = this.lock.around(
@@ -75,6 +74,23 @@ export class ExampleStack extends Stack {
     ]);
   }
 }
+
+const SAMPLE_WORKLOAD = `import math
+import time
+
+
+def handler(event, context):
+    requested = event.get("sleepSeconds", 0) if isinstance(event, dict) else 0
+    try:
+        seconds = float(requested)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    if not math.isfinite(seconds) or seconds < 0:
+        seconds = 0.0
+    remaining = context.get_remaining_time_in_millis() / 1000.0 - 1.0
+    time.sleep(max(0.0, min(seconds, remaining)))
+    return event
+`;
 
 if (require.main === module) {
   const codeDirectory = process.env.SFN_LOCK_CODE_DIR ?? path.join(__dirname, '..', '..', '..', 'target', 'lambda');
