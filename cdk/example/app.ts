@@ -95,9 +95,16 @@ def handler(event, context):
 if (require.main === module) {
   const codeDirectory = process.env.SFN_LOCK_CODE_DIR ?? path.join(__dirname, '..', '..', '..', 'target', 'lambda');
   const app = new App({ outdir: process.env.CDK_OUTDIR ?? 'cdk.out' });
+  // Optional settings as CDK context (`cdk synth -c sfn-lock:cleanupDelaySeconds=20`,
+  // or CDK_CONTEXT_JSON): the deployed tier shortens the sweep's waits.
+  const seconds = (key: string) => {
+    const v = app.node.tryGetContext(`sfn-lock:${key}`);
+    return v === undefined ? undefined : Duration.seconds(Number(v));
+  };
   new ExampleStack(app, 'SfnLockExample', {
     codeDirectory,
     env: { account: process.env.CDK_DEFAULT_ACCOUNT ?? '123456789012', region: process.env.CDK_DEFAULT_REGION ?? 'eu-west-1' },
+    lock: { cleanupDelay: seconds('cleanupDelaySeconds'), workloadMaxRun: seconds('workloadMaxRunSeconds') },
   });
   const assembly = app.synth();
   console.log(`synthesized ${assembly.stacks.map((s) => s.templateFile).join(', ')} into ${assembly.directory}`);
