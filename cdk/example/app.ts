@@ -15,6 +15,8 @@ export interface ExampleProps extends StackProps {
   /** Where the three bootstrap binaries are (SfnLockProps.codeDirectory). */
   readonly codeDirectory: string;
   readonly onContention?: 'wait' | 'queue' | 'skip';
+  /** JSONATA: the JSONata flavour of the lock's states. Default JSONPath. */
+  readonly queryLanguage?: sfn.QueryLanguage;
   /** The lock's other settings (the tests vary them). */
   readonly lock?: Partial<SfnLockProps>;
 }
@@ -50,8 +52,8 @@ export class ExampleStack extends Stack {
 
     const timeout = Duration.seconds(300);
     const definition = this.lock.around(
-      this.lock.lambdaWorkload(this, this.workload, { timeout }),
-      { lockName: 'example', workloadTimeout: timeout, onContention: props.onContention ?? 'wait' },
+      this.lock.lambdaWorkload(this, this.workload, { timeout, queryLanguage: props.queryLanguage }),
+      { lockName: 'example', workloadTimeout: timeout, onContention: props.onContention ?? 'wait', queryLanguage: props.queryLanguage },
     );
     const logGroup = new logs.LogGroup(this, 'StateMachineLogs', {
       logGroupName: `/aws/vendedlogs/states/${this.stackName}-locked`,
@@ -59,6 +61,7 @@ export class ExampleStack extends Stack {
     });
     this.stateMachine = new sfn.StateMachine(this, 'Locked', {
       definitionBody: sfn.DefinitionBody.fromChainable(definition),
+      queryLanguage: props.queryLanguage,
       // No execution timeout: the states are bounded instead, so that a wait
       // that runs out ends in LockWaitTimeout (docs/failures.md).
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },

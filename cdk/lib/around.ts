@@ -7,6 +7,7 @@
 import { Aws, Duration, Token } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { buildAroundJsonata } from './around-jsonata';
 import { ACQUIRE_CAUGHT, QUEUED_ACQUIRE_CAUGHT, TRANSIENT } from './errors';
 
 export type OnContention = 'wait' | 'queue' | 'skip';
@@ -36,6 +37,10 @@ export interface AroundOptions {
   /** Put before every state name, so that two locked chains fit in one
    * state machine. Default '' (the shipped names). */
   readonly prefix?: string;
+  /** JSONATA: the states of statemachine/jsonata/ (give the state machine
+   * the same queryLanguage; lockName then a literal or a '{% ... %}'
+   * expression). Default JSONPath, CDK's default. */
+  readonly queryLanguage?: sfn.QueryLanguage;
 }
 
 /** What around() needs of the SfnLock: the published versions the states call
@@ -71,6 +76,7 @@ export function buildAround(scope: Construct, calls: LockCalls, work: sfn.IChain
     // Each retry of a wait adds history events; an execution may have 25,000.
     throw new Error(`around: maxWait must be at most 10 hours, got ${maxWait} s`);
   }
+  if (o.queryLanguage === sfn.QueryLanguage.JSONATA) return buildAroundJsonata(scope, calls, work, o);
   const timeout = o.workloadTimeout.toSeconds();
   const maxRun = calls.workloadMaxRun.toSeconds();
   const margin = calls.leaseMargin.toSeconds();

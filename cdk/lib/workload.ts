@@ -17,9 +17,12 @@ export interface LambdaWorkloadOptions {
   readonly timeout: Duration;
   /** Put before every state name (as around()'s prefix). */
   readonly prefix?: string;
+  /** As around()'s. */
+  readonly queryLanguage?: sfn.QueryLanguage;
 }
 
 export function lambdaWorkload(scope: Construct, fn: lambda.IFunction, o: LambdaWorkloadOptions): sfn.Chain {
+  if (o.queryLanguage === sfn.QueryLanguage.JSONATA) return lambdaWorkloadJsonata(scope, fn, o);
   const p = o.prefix ?? '';
   const run = new tasks.LambdaInvoke(scope, p + 'Run Workload', {
     lambdaFunction: fn,
@@ -44,6 +47,32 @@ export function lambdaWorkload(scope: Construct, fn: lambda.IFunction, o: Lambda
   // marker that around()'s Check Whether Workload Failed releases at once on.
   const ended = new sfn.Pass(scope, p + 'Workload Ended With Error', {
     parameters: { sfnLockWorkloadError: sfn.JsonPath.entirePayload },
+  });
+  run.addCatch(raise, { errors: WORKLOAD_MAY_RUN_ON });
+  run.addCatch(ended, { errors: ['States.ALL'] });
+  return sfn.Chain.custom(run, [run, ended], run);
+}
+
+/** The same in JSONata (statemachine/jsonata/locked-workflow.asl.json's branch). */
+function lambdaWorkloadJsonata(scope: Construct, fn: lambda.IFunction, o: LambdaWorkloadOptions): sfn.Chain {
+  const p = o.prefix ?? '';
+  const run = tasks.LambdaInvoke.jsonata(scope, p + 'Run Workload', {
+    lambdaFunction: fn,
+    payload: sfn.TaskInput.fromText('{% $states.input %}'),
+    outputs: '{% $states.result.Payload %}',
+    taskTimeout: sfn.Timeout.duration(o.timeout),
+    retryOnServiceExceptions: false,
+  });
+  run.addRetry({
+    errors: ['Lambda.TooManyRequestsException'], interval: Duration.seconds(1),
+    backoffRate: 2, jitterStrategy: sfn.JitterType.FULL, maxAttempts: 3,
+  });
+  const raise = sfn.Choice.jsonata(scope, p + 'Check Workload Error Cause')
+    .when(sfn.Condition.jsonata("{% $type($states.input.Cause) = 'string' %}"),
+      sfn.Fail.jsonata(scope, p + 'Raise Workload Error Again', { error: '{% $states.input.Error %}', cause: '{% $states.input.Cause %}' }))
+    .otherwise(sfn.Fail.jsonata(scope, p + 'Raise Workload Error Name Again', { error: '{% $states.input.Error %}' }));
+  const ended = sfn.Pass.jsonata(scope, p + 'Workload Ended With Error', {
+    outputs: "{% {'sfnLockWorkloadError': $states.input} %}",
   });
   run.addCatch(raise, { errors: WORKLOAD_MAY_RUN_ON });
   run.addCatch(ended, { errors: ['States.ALL'] });

@@ -22,8 +22,11 @@ function walkOrder(startAt: string, states: States): string[] {
   return order;
 }
 
-/** A definition (or a branch) with states named S0, S1, ... by walk order. */
-export function canonical(def: { StartAt: string; States: States }): any {
+/** A definition (or a branch) with states named S0, S1, ... by walk order.
+ * A state's QueryLanguage equal to the one it inherits is dropped: it changes
+ * nothing (CDK writes it on the states of a JSONata machine's branches). */
+export function canonical(def: { StartAt: string; States: States; QueryLanguage?: string }, inherited = 'JSONPath'): any {
+  const language = def.QueryLanguage ?? inherited;
   const order = walkOrder(def.StartAt, def.States);
   const unreached = Object.keys(def.States).filter((n) => !order.includes(n));
   if (unreached.length) throw new Error(`states never reached: ${unreached.join(', ')}`);
@@ -32,14 +35,15 @@ export function canonical(def: { StartAt: string; States: States }): any {
   for (const name of order) {
     const { Comment, ...s } = def.States[name];
     void Comment;
+    if (s.QueryLanguage === language) delete s.QueryLanguage;
     if (s.Next) s.Next = rename(s.Next);
     if (s.Default) s.Default = rename(s.Default);
     if (s.Catch) s.Catch = s.Catch.map((c: any) => ({ ...c, Next: rename(c.Next) }));
     if (s.Choices) s.Choices = s.Choices.map((c: any) => ({ ...c, Next: rename(c.Next) }));
-    if (s.Branches) s.Branches = s.Branches.map(canonical);
+    if (s.Branches) s.Branches = s.Branches.map((b: any) => canonical(b, language));
     states[rename(name)] = s;
   }
-  return { StartAt: 'S0', States: states };
+  return { QueryLanguage: language, StartAt: 'S0', States: states };
 }
 
 /** The differences, one line each ("" when none), naming the original
@@ -48,6 +52,7 @@ export function differences(expected: any, actual: any): string[] {
   const a = canonical(expected);
   const b = canonical(actual);
   const out: string[] = [];
+  if (a.QueryLanguage !== b.QueryLanguage) out.push(`QueryLanguage: expected ${a.QueryLanguage}, got ${b.QueryLanguage}`);
   const names = (def: any) => walkOrder(def.StartAt, def.States);
   const na = names(expected);
   const nb = names(actual);

@@ -14,7 +14,9 @@ function locked(work: (stack: any) => sfn.IChainable, options: Partial<Parameter
   const stack = emptyStack();
   const lock = new SfnLock(stack, 'Lock', { codeDirectory: codeDirectory() });
   const chain = lock.around(work(stack), { lockName: 'nightly', workloadTimeout: Duration.minutes(10), ...options });
-  const machine = new sfn.StateMachine(stack, 'Locked', { definitionBody: sfn.DefinitionBody.fromChainable(chain) });
+  const machine = new sfn.StateMachine(stack, 'Locked', {
+    definitionBody: sfn.DefinitionBody.fromChainable(chain), queryLanguage: options.queryLanguage,
+  });
   if (register) lock.register(machine);
   return { stack, lock, template: () => Template.fromStack(stack) };
 }
@@ -99,4 +101,20 @@ test('two machines registered: both swept, both in the rule', () => {
   lock.register(new sfn.StateMachine(stack, 'Second', { definitionBody: sfn.DefinitionBody.fromChainable(other) }));
   const rule = Object.values(Template.fromStack(stack).findResources('AWS::Events::Rule'))[0] as any;
   assert.equal(rule.Properties.EventPattern.detail.stateMachineArn.length, 2);
+});
+
+test('JSONata: the lock in $sfnLock, merged into the branch input only when asked; a per-key name as an expression', () => {
+  const jsonata = { queryLanguage: sfn.QueryLanguage.JSONATA };
+  const plain = definitionOf(locked(twoSteps, jsonata).template());
+  assert.equal(plain.QueryLanguage, 'JSONata');
+  assert.equal(plain.States['Acquire Lock'].Assign.sfnLockResultPath, null);
+  assert.equal(plain.States['Acquire Lock'].Output, '{% $states.input %}');
+  const passed = definitionOf(locked(twoSteps, {
+    ...jsonata, passLockToWorkload: true, lockName: '{% $states.context.Execution.Input.customerId %}',
+  }).template());
+  assert.equal(passed.States['Acquire Lock'].Assign.sfnLockResultPath, '$.sfnLock');
+  for (const name of ['Acquire Lock', 'Release Lock', 'Release Lock After Failure']) {
+    assert.equal(passed.States[name].Arguments.Payload.lockName, '{% $states.context.Execution.Input.customerId %}', name);
+  }
+  assert.equal(passed.States['Acquire Lock'].Arguments.Payload.leaseSeconds, '{% 600 + 900 + 300 %}');
 });

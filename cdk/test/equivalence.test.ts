@@ -2,12 +2,14 @@
 // state modulo names: a Retry or Catch error list, a target, a timeout or a
 // path that differs fails here, whichever side drifted.
 import { strict as assert } from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
 import { test } from 'node:test';
 import { Duration } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Template } from 'aws-cdk-lib/assertions';
 import { differences } from './asl-shape';
-import { definitionOf, example, exampleStack, shipped } from './helpers';
+import { definitionOf, example, exampleStack, REPO, shipped } from './helpers';
 
 const FILES = { wait: 'locked-workflow', queue: 'queued-workflow', skip: 'skip-if-running' } as const;
 
@@ -15,6 +17,20 @@ for (const [mode, file] of Object.entries(FILES)) {
   test(`onContention '${mode}' renders statemachine/${file}.asl.json`, () => {
     const { template } = example({ onContention: mode as keyof typeof FILES });
     assert.deepEqual(differences(shipped(file), definitionOf(template)), []);
+  });
+}
+
+// The JSONata twins (statemachine/jsonata/, from the jsonata branch of issue
+// 28; SFN_LOCK_JSONATA_DIR names a copy while this tree has none).
+const JSONATA_DIR = process.env.SFN_LOCK_JSONATA_DIR ?? path.join(REPO, 'statemachine', 'jsonata');
+for (const [mode, file] of Object.entries(FILES)) {
+  test(`JSONata, '${mode}': renders statemachine/jsonata/${file}.asl.json`, (t) => {
+    if (!fs.existsSync(path.join(JSONATA_DIR, `${file}.asl.json`))) {
+      t.skip(`no ${JSONATA_DIR}/${file}.asl.json in this tree`);
+      return;
+    }
+    const { template } = example({ onContention: mode as keyof typeof FILES, queryLanguage: sfn.QueryLanguage.JSONATA });
+    assert.deepEqual(differences(shipped(file, JSONATA_DIR), definitionOf(template)), []);
   });
 }
 

@@ -75,8 +75,8 @@ export const NUMBERS: Record<string, string> = {
 
 /** statemachine/NAME.asl.json with the numbers above; the ARNs stay as
  * their placeholders, as definitionOf() names the example's. */
-export function shipped(name: string): any {
-  const text = fs.readFileSync(path.join(REPO, 'statemachine', `${name}.asl.json`), 'utf8');
+export function shipped(name: string, dir = path.join(REPO, 'statemachine')): any {
+  const text = fs.readFileSync(path.join(dir, `${name}.asl.json`), 'utf8');
   return JSON.parse(text.replace(/\$\{(\w+)\}/g, (whole, key) => NUMBERS[key] ?? whole));
 }
 

@@ -8,6 +8,7 @@ import * as path from 'path';
 import { test } from 'node:test';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ExampleStack } from '../example/app';
 import { codeDirectory } from './helpers';
@@ -37,6 +38,12 @@ for (const mode of ['wait', 'queue', 'skip'] as const) {
     assert.deepEqual(findings((app) => new ExampleStack(app, 'Example', { codeDirectory: codeDirectory(), env, onContention: mode })), []);
   });
 }
+
+test('AwsSolutions: the example in JSONata has no unacknowledged finding', () => {
+  assert.deepEqual(findings((app) => new ExampleStack(app, 'Example', {
+    codeDirectory: codeDirectory(), env, queryLanguage: sfn.QueryLanguage.JSONATA,
+  })), []);
+});
 
 test('every acknowledgment says why', () => {
   const stack = new ExampleStack(new App(), 'Example', { codeDirectory: codeDirectory(), env });
