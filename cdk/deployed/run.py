@@ -177,6 +177,22 @@ def stopped_execution_swept(session: boto3.Session) -> float:
     return freed_after
 
 
+def iam_decisions() -> str:
+    """With SFN_LOCK_DEPLOYED_AUTH=true (scripts/deployed-stack.sh), ministack
+    evaluated every call of the functions against the construct's policies
+    and recorded each decision: none may be a deny, and each allow names the
+    statement (Sid) that gave it."""
+    path = os.environ.get("SFN_LOCK_IAM_CALLS")
+    if not path:
+        return "IAM not evaluated (SFN_LOCK_DEPLOYED_AUTH unset)"
+    calls = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    denied = [c for c in calls if c["decision"] != "Allow"]
+    assert not denied, f"calls denied by the construct's policies: {denied}"
+    sids = sorted({sid for c in calls for sid in c.get("allowed_by") or []})
+    assert calls and all(c.get("allowed_by") for c in calls), calls
+    return f"{len(calls)} calls of the functions allowed, by {', '.join(sids)}"
+
+
 def main() -> None:
     session = boto3.Session()
     t = time.monotonic()
@@ -203,6 +219,7 @@ def main() -> None:
     t = time.monotonic()
     freed_after = stopped_execution_swept(session)
     step(f"a stopped execution's lock freed by the sweep {freed_after:.1f} s after the stop", t)
+    print(f"cdk-deployed: {iam_decisions()}", file=sys.stderr)
     print("2 passed, 0 failed")
 
 
