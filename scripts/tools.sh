@@ -7,6 +7,7 @@
 #
 #   scripts/tools.sh venv DIR REQUIREMENTS [PIP_ARGS...]    (.venv, .venv-lint, ...)
 #   scripts/tools.sh npm                                     (node_modules)
+#   scripts/tools.sh cdk                                     (cdk/node_modules)
 #
 # The cache: $SFN_LOCK_TOOLS_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/sfn-lock/tools.
 # A venv is built at its final path (venvs do not move) and marked complete
@@ -70,8 +71,18 @@ case "${1:-}" in
       cd "$1" && npm ci --no-audit --no-fund --loglevel=error' npm "$dir"
     link node_modules "$dir/node_modules"
     ;;
+  cdk)
+    # The CDK construct library's own package (cdk/), apart from the root's:
+    # aws-cdk-lib is large and only make cdk-test needs it.
+    key=$({ npm --version; cat cdk/package.json cdk/package-lock.json; } | digest)
+    dir="$cache/npm-cdk/$key"
+    build "$dir" "cdk/node_modules (cdk/package-lock.json)" sh -c '
+      cp cdk/package.json cdk/package-lock.json "$1/"
+      cd "$1" && npm ci --no-audit --no-fund --loglevel=error' npm "$dir"
+    link cdk/node_modules "$dir/node_modules"
+    ;;
   *)
-    echo "usage: $0 venv DIR REQUIREMENTS [PIP_ARGS...] | $0 npm" >&2
+    echo "usage: $0 venv DIR REQUIREMENTS [PIP_ARGS...] | $0 npm | $0 cdk" >&2
     exit 2
     ;;
 esac
