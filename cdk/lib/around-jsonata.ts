@@ -66,12 +66,12 @@ export function buildAroundJsonata(scope: Construct, calls: LockCalls, work: sfn
   const takeError = sfn.Pass.jsonata(scope, p + 'Take Workload Error', { outputs: '{% $states.input.sfnLockWorkloadError %}' })
     .next(releaseAfterFailure);
   const checkFailed = sfn.Choice.jsonata(scope, p + 'Check Whether Workload Failed')
-    .when(sfn.Condition.jsonata('{% $exists($states.input.sfnLockWorkloadError) %}'), takeError)
+    .when(sfn.Condition.jsonata("{% $type($states.input) = 'object' and $exists($states.input.sfnLockWorkloadError) %}"), takeError)
     .otherwise(release);
   // The branch's input: the execution's, with the lock merged in when asked.
   // One expression for the whole Arguments, as the files have it (ASL allows
   // it; CDK's type says object, and renders the value as given).
-  const branchInput: any = "{% $sfnLockResultPath = null ? $states.input : $merge([$states.input, {$substringAfter($sfnLockResultPath, '$.'): $sfnLock}]) %}";
+  const branchInput: any = "{% $sfnLockResultPath = null ? $states.input : ($type($states.input) = 'object' ? $merge([$states.input, {$substringAfter($sfnLockResultPath, '$.'): $sfnLock}]) : $error('PassLockToWorkload: the input is not a JSON object, so sfnLock cannot be added to it')) %}";
   const underLock = sfn.Parallel.jsonata(scope, p + 'Run Workload Under Lock', {
     arguments: branchInput,
     outputs: '{% $states.result[0] %}',
