@@ -39,18 +39,18 @@ export class ExampleStack extends Stack {
     // runtime: returns its input after sleeping sleepSeconds, at most until
     // one second before its own Timeout. That Timeout is within the lock's
     // workloadMaxRun, the longest it may run on after its Task timed out.
+    const timeout = Duration.seconds(Math.min(300, this.lock.workloadMaxRun.toSeconds()));
     this.workload = new lambda.Function(this, 'Workload', {
       runtime: lambda.Runtime.PYTHON_3_13,
       handler: 'index.handler',
       code: lambda.Code.fromInline(SAMPLE_WORKLOAD),
-      timeout: Duration.seconds(300),
+      timeout,
       role: workloadRole,
       logGroup: workloadLogs,
     });
     acknowledge(this.workload, [['AwsSolutions-L1',
       "Python 3.13, template.yaml's sample workload runtime, so that both deploy the same sample; the lock's own functions run on provided.al2023."]]);
 
-    const timeout = Duration.seconds(300);
     const definition = this.lock.around(
       this.lock.lambdaWorkload(this, this.workload, { timeout, queryLanguage: props.queryLanguage }),
       { lockName: 'example', workloadTimeout: timeout, onContention: props.onContention ?? 'wait', queryLanguage: props.queryLanguage },

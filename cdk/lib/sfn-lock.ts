@@ -69,6 +69,9 @@ export class SfnLock extends Construct {
     this.leaseMargin = props.leaseMargin ?? Duration.seconds(300);
     this.maxLease = props.maxLease;
     checkRange('workloadMaxRun', this.workloadMaxRun, 30, 86400);
+    // acquire-lock's own bounds for a lease (template.yaml: 1 to 31536000).
+    if (props.defaultLease) checkRange('defaultLease', props.defaultLease, 1, 31536000);
+    if (props.maxLease) checkRange('maxLease', props.maxLease, 1, 31536000);
     checkRange('leaseMargin', this.leaseMargin, 180, 86400);
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
 
@@ -168,6 +171,13 @@ export class SfnLock extends Construct {
 
   /** A Lambda function as the shipped definitions run their sample workload. */
   lambdaWorkload(scope: Construct, fn: lambda.IFunction, options: LambdaWorkloadOptions): sfn.Chain {
+    // After a Task timeout or a Lambda service error the invocation may run
+    // on up to its own Timeout, and the held path waits workloadMaxRun: the
+    // one must fit in the other (template.yaml: WorkloadMaxRunSeconds).
+    const own = fn instanceof lambda.Function ? fn.timeout?.toSeconds() ?? 3 : undefined;
+    if (own !== undefined && own > this.workloadMaxRun.toSeconds()) {
+      throw new Error(`SfnLock: the workload function's Timeout (${own} s) is over workloadMaxRun (${this.workloadMaxRun.toSeconds()} s): after its Task timed out it may run on longer than the lock is held for it; shorten its Timeout or raise workloadMaxRun`);
+    }
     return lambdaWorkload(scope, fn, options);
   }
 
@@ -178,7 +188,8 @@ export class SfnLock extends Construct {
   register(stateMachine: sfn.IStateMachine, options: { logGroup?: logs.ILogGroup } = {}): void {
     // Every version: executions started before an update still call theirs.
     stateMachine.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
-      sid: 'InvokeTheLockFunctions',
+      // One per lock: a machine under two locks gets two (IAM wants unique Sids).
+      sid: `InvokeTheLockFunctions${this.node.id.replace(/[^A-Za-z0-9]/g, '')}`,
       actions: ['lambda:InvokeFunction'],
       resources: [`${this.acquireFunction.functionArn}:*`, `${this.releaseFunction.functionArn}:*`],
     }));

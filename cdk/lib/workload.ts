@@ -50,7 +50,9 @@ export function lambdaWorkload(scope: Construct, fn: lambda.IFunction, o: Lambda
   });
   run.addCatch(raise, { errors: WORKLOAD_MAY_RUN_ON });
   run.addCatch(ended, { errors: ['States.ALL'] });
-  return sfn.Chain.custom(run, [run, ended], run);
+  // The marker ends the branch: a state chained after the workload (.next)
+  // follows a success only, never the marker of a failure.
+  return sfn.Chain.custom(run, [run], run);
 }
 
 /** The same in JSONata (statemachine/jsonata/locked-workflow.asl.json's branch). */
@@ -76,5 +78,7 @@ function lambdaWorkloadJsonata(scope: Construct, fn: lambda.IFunction, o: Lambda
   });
   run.addCatch(raise, { errors: WORKLOAD_MAY_RUN_ON });
   run.addCatch(ended, { errors: ['States.ALL'] });
-  return sfn.Chain.custom(run, [run, ended], run);
+  // The marker ends the branch: a state chained after the workload (.next)
+  // follows a success only, never the marker of a failure.
+  return sfn.Chain.custom(run, [run], run);
 }

@@ -5,14 +5,20 @@ import { strict as assert } from 'assert';
 import { test } from 'node:test';
 import { Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { SfnLock } from '../lib';
 import { codeDirectory, definitionOf, emptyStack, example } from './helpers';
 
 /** A stack with the lock around `work`, registered or not. */
+const locks = new WeakMap<object, SfnLock>();
+/** The lock of a stack `locked` made (for chains that need it, as lambdaWorkload). */
+const lockOf = (stack: object): SfnLock => locks.get(stack) as SfnLock;
+
 function locked(work: (stack: any) => sfn.IChainable, options: Partial<Parameters<SfnLock['around']>[1]> = {}, register = true) {
   const stack = emptyStack();
   const lock = new SfnLock(stack, 'Lock', { codeDirectory: codeDirectory() });
+  locks.set(stack, lock);
   const chain = lock.around(work(stack), { lockName: 'nightly', workloadTimeout: Duration.minutes(10), ...options });
   const machine = new sfn.StateMachine(stack, 'Locked', {
     definitionBody: sfn.DefinitionBody.fromChainable(chain), queryLanguage: options.queryLanguage,
@@ -117,4 +123,43 @@ test('JSONata: the lock in $sfnLock, merged into the branch input only when aske
     assert.equal(passed.States[name].Arguments.Payload.lockName, '{% $states.context.Execution.Input.customerId %}', name);
   }
   assert.equal(passed.States['Acquire Lock'].Arguments.Payload.leaseSeconds, '{% 600 + 900 + 300 %}');
+});
+
+test('review: the failure marker ends the branch even with a state chained after the workload', () => {
+  for (const queryLanguage of [undefined, sfn.QueryLanguage.JSONATA]) {
+    const { lock, template } = locked((stack) => {
+      const fn = new lambda.Function(stack, 'Fn', { runtime: lambda.Runtime.PYTHON_3_13, handler: 'i.h', code: lambda.Code.fromInline('x'), timeout: Duration.seconds(60) });
+      return lockOf(stack).lambdaWorkload(stack, fn, { timeout: Duration.seconds(60), queryLanguage }).next(new sfn.Pass(stack, 'Step2'));
+    }, { queryLanguage });
+    void lock;
+    const branch = definitionOf(template()).States['Run Workload Under Lock'].Branches[0].States;
+    assert.equal(branch['Workload Ended With Error'].End, true, JSON.stringify(branch['Workload Ended With Error']));
+    assert.equal(branch['Run Workload'].Next, 'Step2');
+  }
+});
+
+test("review: a workload function whose Timeout is over workloadMaxRun is refused", () => {
+  const stack = emptyStack();
+  const lock = new SfnLock(stack, 'Lock', { codeDirectory: codeDirectory(), workloadMaxRun: Duration.seconds(30) });
+  const fn = (id: string, seconds: number) => new lambda.Function(stack, id, { runtime: lambda.Runtime.PYTHON_3_13, handler: 'i.h', code: lambda.Code.fromInline('x'), timeout: Duration.seconds(seconds) });
+  assert.throws(() => lock.lambdaWorkload(stack, fn('Long', 300), { timeout: Duration.seconds(20) }), /Timeout \(300 s\) is over workloadMaxRun \(30 s\)/);
+  lock.lambdaWorkload(stack, fn('Short', 30), { timeout: Duration.seconds(20) });
+});
+
+test('review: a machine under two locks has a Sid per lock; leases out of range are refused', () => {
+  const stack = emptyStack();
+  const first = new SfnLock(stack, 'First', { codeDirectory: codeDirectory() });
+  const second = new SfnLock(stack, 'Second', { codeDirectory: codeDirectory() });
+  const inner = second.around(new sfn.Pass(stack, 'Work'), { lockName: 'b', workloadTimeout: Duration.minutes(1), prefix: 'B: ' });
+  const outer = first.around(inner, { lockName: 'a', workloadTimeout: Duration.minutes(5) });
+  const machine = new sfn.StateMachine(stack, 'Locked', { definitionBody: sfn.DefinitionBody.fromChainable(outer) });
+  first.register(machine);
+  second.register(machine);
+  const policies = Template.fromStack(stack).findResources('AWS::IAM::Policy');
+  const sids = Object.values(policies).flatMap((p: any) => p.Properties.PolicyDocument.Statement.map((s: any) => s.Sid)).filter(Boolean);
+  const invoke = sids.filter((sid: string) => sid.startsWith('InvokeTheLockFunctions'));
+  assert.equal(invoke.length, 2, JSON.stringify(sids));
+  assert.equal(new Set(invoke).size, 2, JSON.stringify(invoke));
+  assert.throws(() => new SfnLock(emptyStack(), 'L', { codeDirectory: codeDirectory(), maxLease: Duration.seconds(0) }), /maxLease must be 1 to 31536000/);
+  assert.throws(() => new SfnLock(emptyStack(), 'L', { codeDirectory: codeDirectory(), defaultLease: Duration.days(400) }), /defaultLease must be 1 to 31536000/);
 });

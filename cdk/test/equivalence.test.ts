@@ -21,7 +21,7 @@ for (const [mode, file] of Object.entries(FILES)) {
 }
 
 // The JSONata twins (statemachine/jsonata/, from the jsonata branch of issue
-// 28; SFN_LOCK_JSONATA_DIR names a copy while this tree has none).
+// 28; SFN_LOCK_JSONATA_DIR names another copy to check against).
 const JSONATA_DIR = process.env.SFN_LOCK_JSONATA_DIR ?? path.join(REPO, 'statemachine', 'jsonata');
 for (const [mode, file] of Object.entries(FILES)) {
   test(`JSONata, '${mode}': renders statemachine/jsonata/${file}.asl.json`, (t) => {
