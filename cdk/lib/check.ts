@@ -83,6 +83,7 @@ export function refuse(work: sfn.IChainable, o: AroundOptions, calls: LockCalls)
     ?? first(states, (name, state, siblings) => nestedAround(name, state, siblings))
     ?? first(states, (name, state) => lockVariables(name, state))
     ?? first(states, (name, state) => timing(name, state, o.workloadTimeout.toSeconds(), calls))
+    ?? branchBound(work.startState.stateId, states, o.workloadTimeout.toSeconds())
     ?? first(states, (name, state, siblings) => unsafeRetryCatch(name, state, siblings, stack)
       ?? toleratedFailures(name, state) ?? unwaitedWork(name, state));
 }
@@ -233,6 +234,64 @@ function timing(name: string, state: any, workloadTimeout: number, calls: LockCa
       + 'sfn.StateMachineType.STANDARD (the default), whose children stop with the Map';
   }
   return undefined;
+}
+
+/** The chain's longest path, when it can be known, against workloadTimeout:
+ * each Task's TimeoutSeconds and Wait's Seconds added along the path
+ * (Next, Choice targets and Catch targets alike), a Parallel its longest
+ * branch. A Map (its item count is known only at run time) or a loop makes
+ * the bound unknown, and nothing is refused: the chain must still end within
+ * workloadTimeout (cdk/README.md). Retries add nothing here: a throttle, the
+ * one a Lambda Task may retry, returns at once. */
+function branchBound(start: string, states: States, workloadTimeout: number): string | undefined {
+  const bound = longestPath(start, states, new Map(), new Set());
+  if (bound === undefined || bound.seconds <= workloadTimeout) return undefined;
+  return `the chain can run ${bound.seconds} s (${bound.path.join(' -> ')}: each Task's TimeoutSeconds and each Wait's Seconds `
+    + `along its longest path), longer than workloadTimeout (${workloadTimeout} s): the lease would run out while it runs; `
+    + 'raise workloadTimeout to that, or shorten the timeouts';
+}
+
+interface Bound { seconds: number; path: string[] }
+
+function longestPath(name: string, states: States, memo: Map<string, Bound | undefined>, visiting: Set<string>): Bound | undefined {
+  if (memo.has(name)) return memo.get(name);
+  const state = states[name];
+  // A loop runs as long as its exit condition holds: unknown.
+  if (!state || visiting.has(name)) return undefined;
+  visiting.add(name);
+  const result = ownBound(state) === undefined ? undefined : withSuccessors(name, state, states, memo, visiting);
+  visiting.delete(name);
+  memo.set(name, result);
+  return result;
+}
+
+/** The most one state takes itself, if it can be known. */
+function ownBound(state: any): number | undefined {
+  if (state.Type === 'Task') return typeof state.TimeoutSeconds === 'number' ? state.TimeoutSeconds : undefined;
+  if (state.Type === 'Wait') return typeof state.Seconds === 'number' ? state.Seconds : undefined;
+  if (state.Type === 'Map') return undefined;
+  if (state.Type !== 'Parallel') return 0;
+  let longest = 0;
+  for (const branch of Array.isArray(state.Branches) ? state.Branches : []) {
+    const inner = longestPath(branch?.StartAt, branch?.States ?? {}, new Map(), new Set());
+    if (inner === undefined) return undefined;
+    longest = Math.max(longest, inner.seconds);
+  }
+  return longest;
+}
+
+function withSuccessors(name: string, state: any, states: States, memo: Map<string, Bound | undefined>, visiting: Set<string>): Bound | undefined {
+  const own = ownBound(state) ?? 0;
+  const targets = [state.Next, state.Default,
+    ...(Array.isArray(state.Choices) ? state.Choices : []).map((c: any) => c?.Next),
+    ...(Array.isArray(state.Catch) ? state.Catch : []).map((c: any) => c?.Next)].filter((n) => typeof n === 'string');
+  let longest: Bound = { seconds: 0, path: [] };
+  for (const target of targets) {
+    const after = longestPath(target, states, memo, visiting);
+    if (after === undefined) return undefined;
+    if (after.seconds > longest.seconds || longest.path.length === 0) longest = after;
+  }
+  return { seconds: own + longest.seconds, path: [name, ...longest.path] };
 }
 
 // --- the user's Retry and Catch (errors.rs).

@@ -25,7 +25,7 @@ function synth(build: (stack: Stack, lock: SfnLock) => sfn.IChainable, options: 
   return Template.fromStack(stack);
 }
 
-const fn = (stack: Stack) => new lambda.Function(stack, 'Fn', {
+const fn = (stack: Stack) => (stack.node.tryFindChild('Fn') as lambda.Function | undefined) ?? new lambda.Function(stack, 'Fn', {
   runtime: lambda.Runtime.PYTHON_3_13, handler: 'index.handler', code: lambda.Code.fromInline('def handler(e, c):\n    return e\n'),
 });
 const minute = sfn.Timeout.duration(Duration.minutes(1));
@@ -139,9 +139,28 @@ test('refused: a Task without a timeout or one over workloadTimeout, a Wait over
   assert.throws(() => synth((s) => new sfn.DistributedMap(s, 'Items', { mapExecutionType: sfn.StateMachineType.EXPRESS }).itemProcessor(new sfn.Pass(s, 'A'))),
     /state "Items" is a Distributed Map whose child executions are EXPRESS.*sfn\.StateMachineType\.STANDARD/);
   // Within the bound: passes; nested ones are checked too.
-  synth((s) => new sfn.Wait(s, 'Pause', { time: sfn.WaitTime.duration(Duration.minutes(10)) }).next(invoke(s)));
+  synth((s) => new sfn.Wait(s, 'Pause', { time: sfn.WaitTime.duration(Duration.minutes(9)) }).next(invoke(s)));
   assert.throws(() => synth((s) => new sfn.Map(s, 'Each').itemProcessor(task(s, 'Slow', 'arn:aws:states:::dynamodb:putItem', { TimeoutSeconds: 601 }))),
     /state "Slow" has TimeoutSeconds 601/);
+});
+
+test("refused: a chain whose longest path of timeouts passes workloadTimeout; a Parallel counts its longest branch, a Map or a loop is not bounded", () => {
+  const six = sfn.Timeout.duration(Duration.minutes(6));
+  assert.throws(() => synth((s) => invoke(s, 'Extract', { taskTimeout: six }).next(new sfn.Wait(s, 'Pause', { time: sfn.WaitTime.duration(Duration.minutes(1)) }))
+    .next(invoke(s, 'Load', { taskTimeout: six }))),
+  /the chain can run 780 s \(Extract -> Pause -> Load: .*longer than workloadTimeout \(600 s\)/);
+  // A Choice's longest target, a Catch's target after the state's own timeout.
+  assert.throws(() => synth((s) => new sfn.Choice(s, 'Which').when(sfn.Condition.isPresent('$.a'), new sfn.Pass(s, 'Short'))
+    .otherwise(invoke(s, 'First', { taskTimeout: six }).addCatch(invoke(s, 'Cleanup', { taskTimeout: six }), { errors: ['MyError'] }))),
+  /the chain can run 720 s \(Which -> First -> Cleanup/);
+  synth((s) => new sfn.Parallel(s, 'Both').branch(invoke(s, 'A', { taskTimeout: six })).branch(invoke(s, 'B', { taskTimeout: six })));
+  synth((s) => new sfn.Map(s, 'Each').itemProcessor(invoke(s, 'A', { taskTimeout: six })).next(invoke(s, 'B', { taskTimeout: six })));
+  const poll = (s: Stack) => {
+    const check = invoke(s, 'Check', { taskTimeout: six });
+    return check.next(new sfn.Choice(s, 'Done?').when(sfn.Condition.isPresent('$.done'), new sfn.Succeed(s, 'Yes'))
+      .otherwise(new sfn.Wait(s, 'Again', { time: sfn.WaitTime.duration(Duration.minutes(1)) }).next(check)));
+  };
+  synth(poll);
 });
 
 // --- the lock's variables, its name, the query languages.
