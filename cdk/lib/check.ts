@@ -298,6 +298,7 @@ function withSuccessors(name: string, state: any, states: States, memo: Map<stri
 
 function unsafeRetryCatch(name: string, state: any, siblings: States, stack: Stack): string | undefined {
   const sideBySide = state.Type === 'Map' || state.Type === 'Parallel';
+  if (!Array.isArray(state.Retry) && !Array.isArray(state.Catch)) return undefined;
   const waits = waitsOn(state, stack);
   for (const field of ['Retry', 'Catch']) {
     // Error names an earlier catcher that only re-raises takes first
