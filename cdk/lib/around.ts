@@ -8,6 +8,7 @@ import { Aws, Duration, Token } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { buildAroundJsonata } from './around-jsonata';
+import { checkAround } from './check';
 import { ACQUIRE_CAUGHT, QUEUED_ACQUIRE_CAUGHT, TRANSIENT } from './errors';
 
 export type OnContention = 'wait' | 'queue' | 'skip';
@@ -76,6 +77,8 @@ export function buildAround(scope: Construct, calls: LockCalls, work: sfn.IChain
     // Each retry of a wait adds history events; an execution may have 25,000.
     throw new Error(`around: maxWait must be at most 10 hours, got ${maxWait} s`);
   }
+  // The branch: what `sfn-lock wrap` refuses, around() refuses (check.ts).
+  checkAround(scope, work, o, calls);
   if (o.queryLanguage === sfn.QueryLanguage.JSONATA) return buildAroundJsonata(scope, calls, work, o);
   const timeout = o.workloadTimeout.toSeconds();
   const maxRun = calls.workloadMaxRun.toSeconds();
