@@ -5,6 +5,7 @@ import { strict as assert } from 'assert';
 import { test } from 'node:test';
 import { Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { SfnLock } from '../lib';
@@ -146,15 +147,16 @@ test("review: a workload function whose Timeout is over workloadMaxRun is refuse
   lock.lambdaWorkload(stack, fn('Short', 30), { timeout: Duration.seconds(20) });
 });
 
-test('review: a machine under two locks has a Sid per lock; leases out of range are refused', () => {
+test('review: a role under two locks has a Sid per lock; leases out of range are refused', () => {
   const stack = emptyStack();
   const first = new SfnLock(stack, 'First', { codeDirectory: codeDirectory() });
   const second = new SfnLock(stack, 'Second', { codeDirectory: codeDirectory() });
-  const inner = second.around(new sfn.Pass(stack, 'Work'), { lockName: 'b', workloadTimeout: Duration.minutes(1), prefix: 'B: ' });
-  const outer = first.around(inner, { lockName: 'a', workloadTimeout: Duration.minutes(5) });
-  const machine = new sfn.StateMachine(stack, 'Locked', { definitionBody: sfn.DefinitionBody.fromChainable(outer) });
-  first.register(machine);
-  second.register(machine);
+  // Two machines under two locks, sharing one role (nesting is refused).
+  const role = new iam.Role(stack, 'Shared', { assumedBy: new iam.ServicePrincipal('states.amazonaws.com') });
+  for (const [lock, name] of [[first, 'a'], [second, 'b']] as const) {
+    const chain = lock.around(new sfn.Pass(stack, `Work ${name}`), { lockName: name, workloadTimeout: Duration.minutes(1), prefix: `${name}: ` });
+    lock.register(new sfn.StateMachine(stack, `Locked${name}`, { definitionBody: sfn.DefinitionBody.fromChainable(chain), role }));
+  }
   const policies = Template.fromStack(stack).findResources('AWS::IAM::Policy');
   const sids = Object.values(policies).flatMap((p: any) => p.Properties.PolicyDocument.Statement.map((s: any) => s.Sid)).filter(Boolean);
   const invoke = sids.filter((sid: string) => sid.startsWith('InvokeTheLockFunctions'));
