@@ -5,7 +5,7 @@
 // environment variables follow template.yaml; its comments say why.
 import * as fs from 'fs';
 import * as path from 'path';
-import { Aws, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Aws, CfnResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -62,6 +62,8 @@ export class SfnLock extends Construct {
   private readonly maxLease?: Duration;
   private readonly leftLockStates: string[] = [];
   private arounds = 0;
+  /** The machines register() was given. */
+  private readonly registered = new Set<sfn.IStateMachine>();
 
   constructor(scope: Construct, id: string, props: SfnLockProps) {
     super(scope, id);
@@ -145,8 +147,23 @@ export class SfnLock extends Construct {
     this.node.addValidation({
       validate: () => this.arounds > 0 && this.sweep.count === 0
         ? ['SfnLock: around() was used but no state machine was registered: call lock.register(stateMachine) for each (its role may then call the lock, and the sweep frees what its executions leave held)']
-        : [],
+        : this.unregistered().map((id) => `SfnLock: state machine ${id} calls this lock's functions but was not passed to lock.register(): its role cannot call them, and the sweep would not free what its executions leave held`),
     });
+  }
+
+  /** The state machines of this stack whose definition calls this lock's
+   * acquire function (an around() of this lock) without register(). */
+  private unregistered(): string[] {
+    const stack = Stack.of(this);
+    const acquire = stack.getLogicalId(this.acquireVersion.node.defaultChild as CfnResource);
+    return stack.node.findAll()
+      .filter((c): c is sfn.StateMachine => c instanceof sfn.StateMachine && !this.registered.has(c))
+      .filter((machine) => {
+        const cfn = machine.node.defaultChild as sfn.CfnStateMachine;
+        // CDK appends the code's hash to a current version's logical id.
+        return JSON.stringify(stack.resolve(cfn.definitionString) ?? '').includes(`{"Ref":"${acquire}`);
+      })
+      .map((machine) => machine.node.path);
   }
 
   /** The lock's states around a chain (statemachine/*.asl.json as CDK states). */
@@ -198,6 +215,7 @@ export class SfnLock extends Construct {
       acknowledge(stateMachine.grantPrincipal, [this.acquireFunction, this.releaseFunction]
         .map((f) => [`AwsSolutions-IAM5[Resource::${nagRef(f, 'Arn')}:*]`, why]));
     }
+    this.registered.add(stateMachine);
     this.sweep.add(stateMachine);
     if (options.logGroup) {
       new LeftLockFilter(this, `LeftLockToCleanup${this.sweep.count}`, {

@@ -165,3 +165,10 @@ test('review: a role under two locks has a Sid per lock; leases out of range are
   assert.throws(() => new SfnLock(emptyStack(), 'L', { codeDirectory: codeDirectory(), maxLease: Duration.seconds(0) }), /maxLease must be 1 to 31536000/);
   assert.throws(() => new SfnLock(emptyStack(), 'L', { codeDirectory: codeDirectory(), defaultLease: Duration.days(400) }), /defaultLease must be 1 to 31536000/);
 });
+
+test('review: a machine that uses around() but was not registered is refused at synth', () => {
+  const { stack, lock } = locked(twoSteps);
+  const other = lock.around(new sfn.Pass(stack, 'Other'), { lockName: 'other', workloadTimeout: Duration.minutes(1), prefix: 'Other: ' });
+  new sfn.StateMachine(stack, 'Forgotten', { definitionBody: sfn.DefinitionBody.fromChainable(other) });
+  assert.throws(() => Template.fromStack(stack), /Forgotten calls this lock's functions but was not passed to lock.register/);
+});
