@@ -132,7 +132,10 @@ function lockNameRefusal(o: AroundOptions): string | undefined {
     }
     // Every path must be in the context object ($$.): the release states
     // run after the chain, and their input ($) is the chain's output.
-    if (path.replace(/\$\$/g, '').includes('$')) {
+    // ... and in its execution input: every other context field ($$.State...)
+    // differs between the acquire and the releases.
+    const contextFields: string[] = path.match(/\$\$[.\w]*/g) ?? [];
+    if (path.replace(/\$\$/g, '').includes('$') || !contextFields.every((f) => f.startsWith('$$.Execution.Input'))) {
       return `lockName is the JsonPath ${JSON.stringify(path)}, which reads the state's input: the release states see your `
         + "chain's output, not the execution's input, so they would release another name; read it from the context object, "
         + "such as sfn.JsonPath.stringAt('$$.Execution.Input.customerId')";
@@ -241,8 +244,9 @@ function timing(name: string, state: any, workloadTimeout: number, calls: LockCa
  * (Next, Choice targets and Catch targets alike), a Parallel its longest
  * branch. A Map (its item count is known only at run time) or a loop makes
  * the bound unknown, and nothing is refused: the chain must still end within
- * workloadTimeout (cdk/README.md). Retries add nothing here: a throttle, the
- * one a Lambda Task may retry, returns at once. */
+ * workloadTimeout (cdk/README.md). A retried Task counts each attempt at its
+ * TimeoutSeconds and the waits between; a throttle's few seconds of retries
+ * (THROTTLE_ONLY) run nothing and are left to leaseMargin. */
 function branchBound(start: string, states: States, workloadTimeout: number): string | undefined {
   const bound = longestPath(start, states, new Map(), new Set());
   if (bound === undefined || bound.seconds <= workloadTimeout) return undefined;
@@ -265,9 +269,41 @@ function longestPath(name: string, states: States, memo: Map<string, Bound | und
   return result;
 }
 
+/** A throttled invoke returns at once: its retries run nothing, and their
+ * waits (at most THROTTLE_WAITS_COVERED) are within leaseMargin (at least
+ * 180 s), as template.yaml's timing relations count them. */
+const THROTTLE_ONLY = ['Lambda.TooManyRequestsException'];
+const THROTTLE_WAITS_COVERED = 60;
+
+/** What a Task's retriers add: attempts that each run up to its
+ * TimeoutSeconds, and the waits between (ASL's defaults: MaxAttempts 3,
+ * IntervalSeconds 1, BackoffRate 2; each wait capped by MaxDelaySeconds). */
+function retryBound(state: any): { attempts: number; waits: number } | undefined {
+  let attempts = 0;
+  let waits = 0;
+  for (const retrier of Array.isArray(state.Retry) ? state.Retry : []) {
+    const max = retrier?.MaxAttempts ?? 3;
+    const interval = retrier?.IntervalSeconds ?? 1;
+    const rate = retrier?.BackoffRate ?? 2;
+    const cap = retrier?.MaxDelaySeconds ?? Infinity;
+    if (![max, interval, rate].every((n) => typeof n === 'number')) return undefined;
+    let own = 0;
+    for (let k = 0; k < max; k++) own += Math.min(interval * rate ** k, cap);
+    const errors: unknown[] = Array.isArray(retrier?.ErrorEquals) ? retrier.ErrorEquals : [];
+    if (errors.every((e) => THROTTLE_ONLY.includes(e as string)) && own <= THROTTLE_WAITS_COVERED) continue;
+    attempts += max;
+    waits += own;
+  }
+  return { attempts, waits };
+}
+
 /** The most one state takes itself, if it can be known. */
 function ownBound(state: any): number | undefined {
-  if (state.Type === 'Task') return typeof state.TimeoutSeconds === 'number' ? state.TimeoutSeconds : undefined;
+  if (state.Type === 'Task') {
+    if (typeof state.TimeoutSeconds !== 'number') return undefined;
+    const retries = retryBound(state);
+    return retries === undefined ? undefined : (1 + retries.attempts) * state.TimeoutSeconds + retries.waits;
+  }
   if (state.Type === 'Wait') return typeof state.Seconds === 'number' ? state.Seconds : undefined;
   if (state.Type === 'Map') return undefined;
   if (state.Type !== 'Parallel') return 0;
@@ -317,7 +353,10 @@ function unsafeRetryCatch(name: string, state: any, siblings: States, stack: Sta
         if (taken(error)) return false;
         if (sideBySide || waits) return true;
         if (WORKLOAD_MAY_RUN_ON.includes(error)) return true;
-        return CATCH_ALLS.includes(error) && !WORKLOAD_MAY_RUN_ON.every(taken);
+        // A catch-all after catchers that re-raise every error after which an
+        // invocation may still run: only a Lambda invoke's other errors prove
+        // it ended (an HTTP or SDK call's need not).
+        return CATCH_ALLS.includes(error) && !(isLambdaInvoke(state) && WORKLOAD_MAY_RUN_ON.every(taken));
       });
       if (unsafe.length === 0) continue;
       const on = unsafe.join(', ');
@@ -351,26 +390,18 @@ function unsafeRetryCatch(name: string, state: any, siblings: States, stack: Sta
 /** Whether a catcher going to `next` only re-raises: every state it reaches
  * is a Choice, a Pass that goes on, or a Fail, so the error (or another)
  * still leaves the chain, and the lock's Catch holds the lock. */
-function reraises(next: unknown, states: States): boolean {
-  const seen = new Set<string>();
-  const todo: unknown[] = [next];
-  while (todo.length > 0) {
-    const at = todo.pop();
-    if (typeof at !== 'string') return false;
-    if (seen.has(at)) continue;
-    seen.add(at);
-    const state = states[at];
-    if (!state) return false;
-    if (state.Type === 'Fail') continue;
-    if (state.Type === 'Pass' && typeof state.Next === 'string') {
-      todo.push(state.Next);
-      continue;
-    }
-    if (state.Type !== 'Choice') return false;
-    if (state.Default !== undefined) todo.push(state.Default);
-    for (const choice of Array.isArray(state.Choices) ? state.Choices : []) todo.push(choice?.Next);
-  }
-  return true;
+function reraises(next: unknown, states: States, path: Set<string> = new Set()): boolean {
+  if (typeof next !== 'string' || path.has(next)) return false; // a loop never leaves the chain
+  const state = states[next];
+  if (!state) return false;
+  if (state.Type === 'Fail') return true;
+  const after = state.Type === 'Pass' && typeof state.Next === 'string' ? [state.Next]
+    : state.Type === 'Choice' ? [state.Default, ...(Array.isArray(state.Choices) ? state.Choices : []).map((c: any) => c?.Next)]
+      .filter((n) => n !== undefined)
+    : undefined;
+  if (!after || after.length === 0) return false;
+  const on = new Set(path).add(next);
+  return after.every((target) => reraises(target, states, on));
 }
 
 /** What a Task waits for outside it, if it does (errors.rs' waits_on). */
@@ -449,7 +480,8 @@ function unwaitedWork(name: string, state: any): string | undefined {
   if (!call || call.pattern) return undefined;
   let what: string;
   let remedy: string;
-  if (!call.sdk && call.service === 'lambda' && call.action === 'invoke') {
+  // lambda:invoke and its AWS SDK form aws-sdk:lambda:invoke alike (unwaited.rs).
+  if (call.service === 'lambda' && call.action === 'invoke') {
     const args = state.Parameters ?? state.Arguments;
     let invocation: string | undefined;
     if (args !== undefined && (typeof args !== 'object' || args === null)) invocation = 'at run time';
