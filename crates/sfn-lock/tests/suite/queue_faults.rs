@@ -103,19 +103,26 @@ pub(crate) async fn held_by_a(prefix: &str) -> (DynamoStore, LockName, EpochMill
     (store, lock, now)
 }
 
+/// A lock full at `limit` (held by A; with two permits, by A and X), the
+/// store, and the clock.
+pub(crate) async fn full_at(limit: Limit, prefix: &str) -> (DynamoStore, LockName, EpochMillis) {
+    let (store, lock, now) = held_by_a(prefix).await;
+    if !limit.is_mutex() {
+        // Two permits: A's mutex grant first gives way to a permit.
+        store.release(&lock, &owner("a"), now).await.unwrap();
+        for who in ["a", "x"] {
+            let who = owner(who);
+            let got = store.acquire_with_limit(&lock, &who, lease(60), limit, now);
+            assert!(matches!(got.await, Ok(AcquireOutcome::Granted(_))));
+        }
+    }
+    (store, lock, now)
+}
+
 #[tokio::test]
 async fn a_hand_off_whose_answer_was_lost_still_wakes_its_waiter() {
     for limit in [Limit::ONE, Limit::new("limit", 2).unwrap()] {
-        let (store, lock, now) = held_by_a("lost-hand-off").await;
-        if !limit.is_mutex() {
-            // Two permits: A's mutex grant first gives way to a permit.
-            store.release(&lock, &owner("a"), now).await.unwrap();
-            for who in ["a", "x"] {
-                let who = owner(who);
-                let got = store.acquire_with_limit(&lock, &who, lease(60), limit, now);
-                assert!(matches!(got.await, Ok(AcquireOutcome::Granted(_))));
-            }
-        }
+        let (store, lock, now) = full_at(limit, "lost-hand-off").await;
         let b = queue(&store, &lock, &owner("b"), limit, now).await;
         // The release's hand-off lands; its answer is lost and the SDK's
         // retry finds the place gone. The marker says the hand-off was ours.

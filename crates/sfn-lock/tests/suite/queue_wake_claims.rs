@@ -15,7 +15,9 @@ use common::tokens::{is_open, mint, throttle_next_wakes, woken_with};
 use sfn_lock::aws::config::{sdk_config, waker_client};
 use sfn_lock::{AcquireOutcome, EpochMillis, Limit, LockStore, SfnWaker};
 
-use crate::queue_faults::{held_by_a, lease, losing_answer_of, owner, queue, wake_markers};
+use crate::queue_faults::{
+    full_at, held_by_a, lease, losing_answer_of, owner, queue, wake_markers,
+};
 
 /// Requests to DynamoDB that claim an owed wake-up's marker.
 fn claim(head: &str, body: &[u8]) -> bool {
@@ -61,15 +63,7 @@ async fn a_claim_whose_answer_was_lost_still_sends_the_wake_up() {
 #[tokio::test]
 async fn a_claim_whose_grant_was_taken_over_before_its_retry_wakes_nobody() {
     for limit in [Limit::ONE, Limit::new("limit", 2).unwrap()] {
-        let (store, lock, now) = held_by_a("claim-taken-over").await;
-        if !limit.is_mutex() {
-            store.release(&lock, &owner("a"), now).await.unwrap();
-            for who in ["a", "x"] {
-                let who = owner(who);
-                let got = store.acquire_with_limit(&lock, &who, lease(60), limit, now);
-                assert!(matches!(got.await, Ok(AcquireOutcome::Granted(_))));
-            }
-        }
+        let (store, lock, now) = full_at(limit, "claim-taken-over").await;
         // B queues with a 1 s lease; A's release hands to it, both wake-up
         // attempts throttled: B is owed one.
         let b_owner = owner(&common::unique("b"));
