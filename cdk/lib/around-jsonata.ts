@@ -7,17 +7,9 @@
 import { Aws, Duration } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { AroundOptions, LockCalls } from './around';
-import { ACQUIRE_CAUGHT, QUEUED_ACQUIRE_CAUGHT, TRANSIENT } from './errors';
+import { AroundOptions, LockCalls, retryTransient, retryWhileHeld } from './around';
+import { ACQUIRE_CAUGHT, QUEUED_ACQUIRE_CAUGHT } from './errors';
 
-const retryTransient: sfn.RetryProps = {
-  errors: TRANSIENT, interval: Duration.seconds(1), backoffRate: 2,
-  maxDelay: Duration.seconds(20), jitterStrategy: sfn.JitterType.FULL, maxAttempts: 6,
-};
-const retryWhileHeld: sfn.RetryProps = {
-  errors: ['LockUnavailable'], interval: Duration.seconds(1), backoffRate: 2,
-  maxDelay: Duration.seconds(10), jitterStrategy: sfn.JitterType.FULL, maxAttempts: 99999999,
-};
 const invoke = `arn:${Aws.PARTITION}:states:::lambda:invoke`;
 const keepInput = '{% $states.input %}';
 const owner = '{% $states.context.Execution.Id %}';

@@ -54,11 +54,11 @@ export interface LockCalls {
 }
 
 // The shipped retriers, as CDK retry props.
-const retryTransient: sfn.RetryProps = {
+export const retryTransient: sfn.RetryProps = {
   errors: TRANSIENT, interval: Duration.seconds(1), backoffRate: 2,
   maxDelay: Duration.seconds(20), jitterStrategy: sfn.JitterType.FULL, maxAttempts: 6,
 };
-const retryWhileHeld: sfn.RetryProps = {
+export const retryWhileHeld: sfn.RetryProps = {
   errors: ['LockUnavailable'], interval: Duration.seconds(1), backoffRate: 2,
   maxDelay: Duration.seconds(10), jitterStrategy: sfn.JitterType.FULL, maxAttempts: 99999999,
 };

@@ -12,6 +12,12 @@ import { Construct } from 'constructs';
 import { hasStringCause } from './around';
 import { WORKLOAD_MAY_RUN_ON } from './errors';
 
+/** The only retry of the sample Task: a throttled invoke never started the function. */
+const RETRY_THROTTLE: sfn.RetryProps = {
+  errors: ['Lambda.TooManyRequestsException'], interval: Duration.seconds(1),
+  backoffRate: 2, jitterStrategy: sfn.JitterType.FULL, maxAttempts: 3,
+};
+
 export interface LambdaWorkloadOptions {
   /** The Task's TimeoutSeconds: give around() the same workloadTimeout. */
   readonly timeout: Duration;
@@ -34,10 +40,7 @@ export function lambdaWorkload(scope: Construct, fn: lambda.IFunction, o: Lambda
     // never started it, is retried.
     retryOnServiceExceptions: false,
   });
-  run.addRetry({
-    errors: ['Lambda.TooManyRequestsException'], interval: Duration.seconds(1),
-    backoffRate: 2, jitterStrategy: sfn.JitterType.FULL, maxAttempts: 3,
-  });
+  run.addRetry(RETRY_THROTTLE);
   // The invocation may still run: raise the error again, unchanged, out of
   // the branch, so that the Parallel's Catch holds the lock.
   const raise = new sfn.Choice(scope, p + 'Check Workload Error Cause')
@@ -65,10 +68,7 @@ function lambdaWorkloadJsonata(scope: Construct, fn: lambda.IFunction, o: Lambda
     taskTimeout: sfn.Timeout.duration(o.timeout),
     retryOnServiceExceptions: false,
   });
-  run.addRetry({
-    errors: ['Lambda.TooManyRequestsException'], interval: Duration.seconds(1),
-    backoffRate: 2, jitterStrategy: sfn.JitterType.FULL, maxAttempts: 3,
-  });
+  run.addRetry(RETRY_THROTTLE);
   const raise = sfn.Choice.jsonata(scope, p + 'Check Workload Error Cause')
     .when(sfn.Condition.jsonata("{% $type($states.input.Cause) = 'string' %}"),
       sfn.Fail.jsonata(scope, p + 'Raise Workload Error Again', { error: '{% $states.input.Error %}', cause: '{% $states.input.Cause %}' }))
