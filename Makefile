@@ -30,7 +30,7 @@ test:
 	scripts/test.sh
 
 rust-test: $(VENV)/.installed
-	scripts/local-stack.sh cargo test --workspace
+	scripts/local-stack.sh cargo test --workspace --features sfn-lock/test-util
 
 # The CLI's e2e files run target/debug/sfn-lock (`make test` builds it with the Rust tests).
 e2e: $(VENV)/.installed node_modules/.installed
@@ -46,7 +46,7 @@ stores-test: $(VENV)/.installed node_modules/.installed
 # EXPLORE_STORE=dynamodb|s3|ssm for one, EXPLORE_SEED=<hex> to replay a seed
 # it printed. It reports schedules explored per second.
 explore: $(VENV)/.installed
-	EXPLORE_SECONDS=$${EXPLORE_SECONDS:-600} scripts/local-stack.sh cargo test --workspace --test explore -- --nocapture --test-threads 3
+	EXPLORE_SECONDS=$${EXPLORE_SECONDS:-600} scripts/local-stack.sh cargo test --workspace --features sfn-lock/test-util --test explore -- --nocapture --test-threads 3
 
 # Each bug an earlier issue fixed, re-introduced (tests/explorer-bugs/*.patch),
 # must be found by the explorer within make test's budget (about 1 min a bug).

@@ -66,6 +66,13 @@ if [ "$profile" = release ]; then
 else
   outdir="$root/target/debug"
 fi
+# The smoke run is part of `make test`: the features every cargo command there
+# uses (crates/sfn-lock/Cargo.toml, test-util), so it compiles no dependency again.
+# Never in a release build: the measured binaries are the shipped ones.
+test_features=()
+if [ "$smoke" = 1 ] && [ "$profile" = dev ]; then
+  test_features=(--features sfn-lock/test-util)
+fi
 functions=(acquire-lock release-lock release-execution-locks)
 if [ "$dynamodb_only" = 1 ]; then
   # First, so that the full build below leaves its binaries in $outdir (cargo keeps
@@ -76,13 +83,13 @@ if [ "$dynamodb_only" = 1 ]; then
   for fn in "${functions[@]}"; do cp "$outdir/$fn" "$root/target/bench-dynamodb-only/$fn"; done
 fi
 say "building the functions ($profile)"
-cargo build "${cargo_flags[@]}" --workspace --bins
+cargo build "${cargo_flags[@]}" --workspace --bins "${test_features[@]}"
 if [ "$dynamodb_only" = 1 ] && cmp -s "$outdir/acquire-lock" "$root/target/bench-dynamodb-only/acquire-lock"; then
   say "the full build left the DynamoDB-only acquire-lock in $outdir"; exit 2
 fi
 cp "$root/Cargo.lock" "$root/bench/rust/Cargo.lock"
 say "building bench/rust (bare-call, null-function)"
-CARGO_TARGET_DIR="$root/target" cargo build "${cargo_flags[@]}" --manifest-path "$root/bench/rust/Cargo.toml" --bins
+CARGO_TARGET_DIR="$root/target" cargo build "${cargo_flags[@]}" --manifest-path "$root/bench/rust/Cargo.toml" --bins "${test_features[@]}"
 
 args=(
   --profile "$profile"

@@ -39,13 +39,13 @@ for id in "${ids[@]}"; do
   log=$(mktemp)
   started=$(date +%s)
   if EXPLORE_STORE="$store" EXPLORE_SECONDS="$budget" \
-       cargo test -q --workspace --test explore -- --test-threads 1 >"$log" 2>&1; then
+       cargo test -q --workspace --features sfn-lock/test-util --test explore -- --test-threads 1 >"$log" 2>&1; then
     echo "   MISSED: the explorer found nothing on $store in ${budget} s"
     missed=$((missed + 1))
     # A bug the explorer is known to miss at this budget must still be
     # caught by the test its patch names (`Also caught by:`), or it counts.
     if [ -n "$also" ]; then
-      cargo test -q --workspace --test suite -- "$also" >"$log" 2>&1 || true
+      cargo test -q --workspace --features sfn-lock/test-util --test suite -- "$also" >"$log" 2>&1 || true
       if ! grep "^test result: FAILED" "$log" >/dev/null; then
         echo "   and '$also' did not fail with the bug in: nothing catches it"
       else

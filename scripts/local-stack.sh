@@ -125,8 +125,10 @@ SFN_LOCK_CLEANUP_QUEUE_URL=$("$venv/bin/python" -c 'import boto3; print(boto3.cl
 "$venv/bin/python" -c 'import boto3, sys; boto3.client("s3").create_bucket(Bucket=sys.argv[1])' "$SFN_LOCK_BUCKET"
 export SFN_LOCK_CLEANUP_QUEUE_URL
 
-# Build first, so the first invoke does not wait on a compile.
-cargo build --quiet --workspace --bins --manifest-path "$root/Cargo.toml"
+# Build first, so the first invoke does not wait on a compile. The features
+# `make test`'s cargo test uses (sfn-lock's test-util, crates/sfn-lock/Cargo.toml),
+# here and for watch's `cargo run`: one build of every dependency, not two.
+cargo build --quiet --workspace --bins --features sfn-lock/test-util --manifest-path "$root/Cargo.toml"
 
 lambda_port=$(free_port)
 export SFN_LOCK_LAMBDA_URL="http://127.0.0.1:$lambda_port"
@@ -140,7 +142,7 @@ export SFN_LOCK_LAMBDA_LOG="$logs/lambda.log"
     ATTACHED_STATE_MACHINE_ARN="$machines:sfn-lock-attached" \
     TARGET_STATE_MACHINE_ARN="$machines:sfn-lock-target" \
     SWEEP_GRACE_SECONDS=600 CLEANUP_QUEUE_URL="$SFN_LOCK_CLEANUP_QUEUE_URL" \
-    exec setsid "$venv/bin/cargo-lambda" lambda watch --ignore-changes --concurrency 8 \
+    exec setsid "$venv/bin/cargo-lambda" lambda watch --ignore-changes --concurrency 8 --features sfn-lock/test-util \
     --invoke-address 127.0.0.1 --invoke-port "$lambda_port"
 ) >"$logs/lambda.log" 2>&1 &
 lambda_pid=$!

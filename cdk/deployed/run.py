@@ -63,8 +63,9 @@ def step(what: str, started: float) -> None:
 
 
 def code_directory() -> Path:
-    subprocess.run(["cargo", "build", "--quiet", *sum((["-p", b] for b in BINARIES), []), "--bins"],
-                   cwd=ROOT, check=True)
+    # The command the deployed tier builds with (`make test` finds them fresh):
+    # --workspace and sfn-lock's test-util, so no dependency compiles again.
+    subprocess.run(sam_deploy.CARGO_BUILD, cwd=ROOT, check=True)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
     code = Path(tempfile.mkdtemp(prefix="sfn-lock-cdk-code-"))
     for b in BINARIES:

@@ -90,7 +90,9 @@ def load_template(path: Path = TEMPLATE) -> dict:
 # The command scripts/local-stack.sh runs before the Rust suites, so that in
 # `make test` it finds every binary fresh and compiles nothing (the same
 # packages and features); run alone, it builds what is missing or stale.
-CARGO_BUILD = ["cargo", "build", "--quiet", "--workspace", "--bins"]
+# With sfn-lock's test-util feature, as every cargo command of `make test`
+# (crates/sfn-lock/Cargo.toml says why).
+CARGO_BUILD = ["cargo", "build", "--quiet", "--workspace", "--bins", "--features", "sfn-lock/test-util"]
 
 
 def build_functions(template: dict) -> dict[str, Path]:
