@@ -32,9 +32,9 @@ test:
 rust-test: $(VENV)/.installed
 	scripts/local-stack.sh cargo test --workspace --features sfn-lock/test-util
 
-# The CLI's e2e files run target/debug/sfn-lock (`make test` builds it with the Rust tests).
+# The CLI's e2e files run target/debug/sfn-lock: scripts/local-stack.sh builds it
+# with the functions (--workspace --bins, the features every cargo command here uses).
 e2e: $(VENV)/.installed node_modules/.installed
-	cargo build -p sfn-lock-cli
 	scripts/local-stack.sh $(E2E)
 
 # The binaries and the locked and semaphore workflows with the locks in S3, then in SSM.
