@@ -66,6 +66,7 @@ case "${1:-}" in
       say "this run did not start from an empty $debug; nothing saved"
       exit 0
     fi
+    mkdir -p "$cache" || exit 0
     exec 9>"$cache/.lock"
     flock 9
     if [ -e "$snapshot/.complete" ]; then
