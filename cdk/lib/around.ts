@@ -77,7 +77,7 @@ export function buildAround(scope: Construct, calls: LockCalls, work: sfn.IChain
     // Each retry of a wait adds history events; an execution may have 25,000.
     throw new Error(`around: maxWait must be at most 10 hours, got ${maxWait} s`);
   }
-  // The branch: what `sfn-lock wrap` refuses, around() refuses (check.ts).
+  // The branch: what `sfn-lock wrap` refuses, around() refuses (check/).
   checkAround(scope, work, o, calls);
   if (o.queryLanguage === sfn.QueryLanguage.JSONATA) return buildAroundJsonata(scope, calls, work, o);
   const timeout = o.workloadTimeout.toSeconds();

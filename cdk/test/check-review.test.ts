@@ -1,4 +1,4 @@
-// What a review of lib/check.ts found it let through, each a failing test
+// What a review of lib/check/ found it let through, each a failing test
 // first: retries left out of the chain's bound; the AWS SDK form of an
 // asynchronous Lambda invoke; a catch-all after re-raises on a Task that is
 // not a Lambda invoke; a "re-raise" that loops; a lockName from a context

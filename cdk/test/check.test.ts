@@ -1,4 +1,4 @@
-// What around() refuses in a chain (lib/check.ts): the rules of `sfn-lock
+// What around() refuses in a chain (lib/check/): the rules of `sfn-lock
 // wrap` (crates/sfn-lock-cli/src/wrap/mod.rs), each refusal naming the state
 // and what to do; and what it must not refuse: the sample workload, the
 // example app, a plain chain.
