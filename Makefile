@@ -20,8 +20,10 @@ E2E := $(NODE) --test --test-concurrency=1 tests/e2e/*.test.mjs
 # as tests/deployed deploys it), and run as a user runs it: the queued and
 # skip-if-running state machines on one lock, a stopped execution's lock
 # freed by the stack's sweep, then the CLI on the same lock (scripts/demo/).
-# About a minute warm; a new machine adds the venv and a debug build.
+# About a minute warm; a new machine adds the venv and a debug build (a clone
+# on a machine that ran `make test` copies the compiled dependencies in first).
 demo: $(MINISTACK_VENV)/.installed
+	scripts/cargo-cache.sh restore
 	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python scripts/demo/deployed.py
 
 # Tools, lint, template checks, the Rust suites and the state-machine runs on
