@@ -39,6 +39,7 @@ import time
 import uuid
 import zipfile
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import boto3
 
@@ -134,16 +135,37 @@ def granted_token(events, execution_arn) -> int:
     return int(payload["fencingToken"])
 
 
-def two_executions(session: boto3.Session) -> None:
+class OnLock(NamedTuple):
+    """One stack's state machine, the client that starts it, and its lock."""
+    sfn: Any
+    machine: str
+    lock: Lock
+
+
+def on_lock(session: boto3.Session, stack: str = STACK) -> OnLock:
+    """The stack's Locked state machine and the lock "example" in its table: what
+    every scenario below starts and reads."""
     sfn = session.client("stepfunctions")
-    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked")
-    table = resource(session, "AWS::DynamoDB::Table", "LockLockTable")
-    lock = Lock(session, f"dynamodb://{table}", "example")
-    assert lock.holders() == []
+    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked", stack)
+    table = resource(session, "AWS::DynamoDB::Table", "LockLockTable", stack)
+    return OnLock(sfn, machine, Lock(session, f"dynamodb://{table}", "example"))
+
+
+def holding(target: OnLock, first_input: dict) -> tuple[str, str]:
+    """Starts first-<run> with first_input and waits until it holds the lock, so
+    that what a scenario starts next meets the lock held: returns (run, its ARN)."""
     run = uuid.uuid4().hex[:8]
+    first = target.sfn.start_execution(stateMachineArn=target.machine, name=f"first-{run}",
+                                       input=json.dumps(first_input))["executionArn"]
+    poll("the first execution holds the lock", lambda: target.lock.holders() == [first] or None, timeout=60)
+    return run, first
+
+
+def two_executions(session: boto3.Session) -> None:
+    sfn, machine, lock = target = on_lock(session)
+    assert lock.holders() == []
     first_input = {"sleepSeconds": HOLD_SECONDS, "who": "first"}
-    first = sfn.start_execution(stateMachineArn=machine, name=f"first-{run}", input=json.dumps(first_input))["executionArn"]
-    poll("the first execution holds the lock", lambda: lock.holders() == [first] or None, timeout=60)
+    run, first = holding(target, first_input)
     second_input = {"sleepSeconds": 0, "who": "second"}
     second = sfn.start_execution(stateMachineArn=machine, name=f"second-{run}", input=json.dumps(second_input))["executionArn"]
     poll("the second execution refused with LockUnavailable",
@@ -166,9 +188,7 @@ def stopped_execution_swept(session: boto3.Session) -> float:
     """StopExecution runs no Catch: the CDK stack's rule -> delay queue ->
     mapping -> release-execution-locks frees the lock, no earlier than the
     grace after the stop. Returns the seconds from the stop to the release."""
-    sfn = session.client("stepfunctions")
-    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked")
-    lock = Lock(session, f"dynamodb://{resource(session, 'AWS::DynamoDB::Table', 'LockLockTable')}", "example")
+    sfn, machine, lock = on_lock(session)
     arn = sfn.start_execution(stateMachineArn=machine, name=f"stopped-{uuid.uuid4().hex[:8]}",
                               input=json.dumps({"sleepSeconds": 120}))["executionArn"]
     poll("the execution holds the lock", lambda: lock.holders() == [arn] or None, timeout=60)
@@ -203,14 +223,8 @@ def queued_executions(session: boto3.Session) -> None:
     """onContention 'queue': the second execution waits in the lock's queue
     (no polling) and is admitted by the first one's release, which completes
     its task token (SendTaskSuccess)."""
-    sfn = session.client("stepfunctions")
-    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked", QUEUED_STACK)
-    table = resource(session, "AWS::DynamoDB::Table", "LockLockTable", QUEUED_STACK)
-    lock = Lock(session, f"dynamodb://{table}", "example")
-    run = uuid.uuid4().hex[:8]
-    first = sfn.start_execution(stateMachineArn=machine, name=f"first-{run}",
-                                input=json.dumps({"sleepSeconds": HOLD_SECONDS}))["executionArn"]
-    poll("the first execution holds the lock", lambda: lock.holders() == [first] or None, timeout=60)
+    sfn, machine, lock = target = on_lock(session, QUEUED_STACK)
+    run, first = holding(target, {"sleepSeconds": HOLD_SECONDS})
     second = sfn.start_execution(stateMachineArn=machine, name=f"second-{run}", input="{}")["executionArn"]
     poll("the second execution queued", lambda: lock.queue_length() == 1 or None, timeout=60)
     assert sfn.describe_execution(executionArn=first)["status"] == "RUNNING", "lengthen HOLD_SECONDS"
@@ -233,14 +247,8 @@ def skipped_while_held(session: boto3.Session) -> None:
     """onContention 'skip': a start while the lock is held succeeds at once
     as {skipped: true, lock: {holder, ...}} (the acquire's LockUnavailable
     parsed), runs nothing and leaves the lock as it was."""
-    sfn = session.client("stepfunctions")
-    machine = resource(session, "AWS::StepFunctions::StateMachine", "Locked", SKIP_STACK)
-    table = resource(session, "AWS::DynamoDB::Table", "LockLockTable", SKIP_STACK)
-    lock = Lock(session, f"dynamodb://{table}", "example")
-    run = uuid.uuid4().hex[:8]
-    first = sfn.start_execution(stateMachineArn=machine, name=f"first-{run}",
-                                input=json.dumps({"sleepSeconds": HOLD_SECONDS}))["executionArn"]
-    poll("the first execution holds the lock", lambda: lock.holders() == [first] or None, timeout=60)
+    sfn, machine, lock = target = on_lock(session, SKIP_STACK)
+    run, first = holding(target, {"sleepSeconds": HOLD_SECONDS})
     second = sfn.start_execution(stateMachineArn=machine, name=f"second-{run}", input="{}")["executionArn"]
     ended = poll("the second execution ends", lambda: (d := sfn.describe_execution(executionArn=second))["status"] != "RUNNING" and d,
                  timeout=60)

@@ -47,6 +47,9 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from asl_walk import load, loads, machines, without_comments, workload_branch  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "statemachine"
 FLAVOUR = MACHINES / "jsonata"
@@ -56,12 +59,6 @@ RETRY_FIELDS = ("ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", 
 JSONPATH_ONLY = ("InputPath", "Parameters", "ResultSelector", "ResultPath", "OutputPath", "ItemsPath",
                  "ErrorPath", "CausePath", "TimeoutSecondsPath", "HeartbeatSecondsPath", "SecondsPath",
                  "TimestampPath", "Iterator", "Result")
-
-
-def load(path: Path) -> dict:
-    """A definition, its unquoted ${...} placeholders turned into strings."""
-    text = path.read_text()
-    return json.loads(re.sub(r"(:\s*)(\$\{\w+\})(\s*[,\n}])", r'\1"\2"\3', text))
 
 
 def as_expression(path: str) -> str:
@@ -101,18 +98,6 @@ def skeleton(state: dict) -> dict:
         "Cause": bound(state, "Cause"),
     }
     return {k: v for k, v in out.items() if v not in (None, [])}
-
-
-def machines(definition: dict) -> list[tuple[str, dict]]:
-    """The state machine and each nested one, named by where it sits."""
-    found = [("", definition)]
-    for name, state in definition.get("States", {}).items():
-        for i, branch in enumerate(state.get("Branches", [])):
-            found += [(f"{name}/branch {i}{sub}", m) for sub, m in machines(branch)]
-        processor = state.get("ItemProcessor") or state.get("Iterator")
-        if processor:
-            found += [(f"{name}/processor{sub}", m) for sub, m in machines(processor)]
-    return found
 
 
 def differences(jsonpath: dict, jsonata: dict) -> list[str]:
@@ -166,20 +151,12 @@ def jsonata_problems(jsonata: dict) -> list[str]:
     return out
 
 
-def without_comments(value):
-    if isinstance(value, dict):
-        return {k: without_comments(v) for k, v in value.items() if k != "Comment"}
-    if isinstance(value, list):
-        return [without_comments(v) for v in value]
-    return value
-
-
 def recipe_problems(doc: str, jsonata: dict) -> list[str]:
     block = re.search(r"<!-- recipe-jsonata:begin -->\s*```json\n(.*?)```\s*<!-- recipe-jsonata:end -->", doc, re.S)
     if not block:
         return ["docs/modes.md: no <!-- recipe-jsonata:begin --> ```json ... ``` <!-- recipe-jsonata:end --> block"]
     try:
-        recipe = json.loads(re.sub(r"(:\s*)(\$\{\w+\})(\s*[,\n}])", r'\1"\2"\3', block.group(1)))
+        recipe = loads(block.group(1))
     except json.JSONDecodeError as error:
         return [f"docs/modes.md: the JSONata recipe is not JSON: {error}"]
     found = jsonata_problems(recipe) + differences(recipe, jsonata)
@@ -212,10 +189,6 @@ def self_test() -> int:
     locked = load(MACHINES / "locked-workflow.asl.json")
     queued = load(MACHINES / "queued-workflow.asl.json")
     attach = load(MACHINES / "attach-existing.asl.json")
-
-    def branch(s: dict) -> dict:
-        return s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]
-
     # Each drift planted in a copy of the JSONata flavour; each must be refused.
     cases = {
         "a renamed Fail error": (queued, "queued-workflow.asl.json",
@@ -229,9 +202,9 @@ def self_test() -> int:
                            lambda s: s["States"]["Wait For Workload To Stop"].update(Next="Release Lock")),
         "a may-run error released at once (a Catch's Next, in a branch)": (
             locked, "locked-workflow.asl.json",
-            lambda s: branch(s)["Run Workload"]["Catch"][0].update(Next="Workload Ended With Error")),
+            lambda s: workload_branch(s)["Run Workload"]["Catch"][0].update(Next="Workload Ended With Error")),
         "the Catch order swapped in a branch": (locked, "locked-workflow.asl.json",
-                                               lambda s: branch(s)["Run Workload"]["Catch"].reverse()),
+                                               lambda s: workload_branch(s)["Run Workload"]["Catch"].reverse()),
         "a Choice's routes swapped": (locked, "locked-workflow.asl.json",
                                       lambda s: (s["States"]["Check Whether Workload Failed"]["Choices"][0].update(
                                           Next="Release Lock"),
@@ -241,8 +214,9 @@ def self_test() -> int:
                                     lambda s: s["States"]["Release Lock"]["Retry"][0].update(MaxAttempts=1)),
         "a retrier without its jitter": (locked, "locked-workflow.asl.json",
                                          lambda s: s["States"]["Acquire Lock"]["Retry"][0].pop("JitterStrategy")),
-        "the workload's TimeoutSeconds": (locked, "locked-workflow.asl.json",
-                                          lambda s: branch(s)["Run Workload"].update(TimeoutSeconds="${MaxWaitSeconds}")),
+        "the workload's TimeoutSeconds": (
+            locked, "locked-workflow.asl.json",
+            lambda s: workload_branch(s)["Run Workload"].update(TimeoutSeconds="${MaxWaitSeconds}")),
         "the queue's wait unbounded": (queued, "queued-workflow.asl.json",
                                        lambda s: s["States"]["Acquire Lock"].pop("TimeoutSeconds")),
         "the held Wait's Seconds": (locked, "locked-workflow.asl.json",

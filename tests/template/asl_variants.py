@@ -46,10 +46,11 @@ Usage: asl_variants.py | asl_variants.py --self-test
 from __future__ import annotations
 
 import copy
-import json
-import re
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from asl_walk import load, without_comments, workload_branch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "statemachine"
@@ -57,20 +58,6 @@ SKIP_STATES = ("Parse Lock Held", "Skipped")
 WAIT_FIELDS = ("waitStartedAt.$", "maxWaitSeconds")
 CALLBACK = "arn:${Partition}:states:::lambda:invoke.waitForTaskToken"  # partition.py: the stack's partition
 QUEUE_STATES = ("Release Lock After Wait Timeout", "Fail With Lock Wait Timeout")
-
-
-def load(name: str) -> dict:
-    """A definition, its unquoted ${...} placeholders turned into strings."""
-    text = (MACHINES / name).read_text()
-    return json.loads(re.sub(r"(:\s*)(\$\{\w+\})(\s*[,\n}])", r'\1"\2"\3', text))
-
-
-def without_comments(value):
-    if isinstance(value, dict):
-        return {k: without_comments(v) for k, v in value.items() if k != "Comment"}
-    if isinstance(value, list):
-        return [without_comments(v) for v in value]
-    return value
 
 
 def differing(variant: dict, locked: dict) -> list[str]:
@@ -183,7 +170,7 @@ def queue_problems(locked: dict, queued: dict) -> list[str]:
 
 
 def self_test() -> int:
-    locked, skip = load("locked-workflow.asl.json"), load("skip-if-running.asl.json")
+    locked, skip = load(MACHINES / "locked-workflow.asl.json"), load(MACHINES / "skip-if-running.asl.json")
     failures = 0
     if problems(locked, skip):
         print(f"FAIL rejects the shipped definitions: {problems(locked, skip)}")
@@ -194,23 +181,18 @@ def self_test() -> int:
         "the held path gone from one file":
             lambda s: s["States"]["Run Workload Under Lock"]["Catch"].pop(0),
         "the workload's may-run catcher narrowed in one file":
-            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]["Catch"][0][
-                "ErrorEquals"].remove("States.Timeout"),
+            lambda s: workload_branch(s)["Run Workload"]["Catch"][0]["ErrorEquals"].remove("States.Timeout"),
         "the proven-end marker renamed in one file":
-            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Workload Ended With Error"].update(
-                Parameters={"error.$": "$"}),
+            lambda s: workload_branch(s)["Workload Ended With Error"].update(Parameters={"error.$": "$"}),
         "the marker Choice's routes swapped in one file":
             lambda s: (s["States"]["Check Whether Workload Failed"]["Choices"][0].update(Next="Release Lock"),
                        s["States"]["Check Whether Workload Failed"].update(Default="Take Workload Error")),
         "the error of a workload that may run released at once in one file":
-            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]["Catch"][0].update(
-                Next="Workload Ended With Error"),
+            lambda s: workload_branch(s)["Run Workload"]["Catch"][0].update(Next="Workload Ended With Error"),
         "the may-run error raised again without its Cause in one file":
-            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Raise Workload Error Again"].pop(
-                "CausePath"),
+            lambda s: workload_branch(s)["Raise Workload Error Again"].pop("CausePath"),
         "the may-run re-raise's Cause test dropped in one file (CausePath on a missing Cause: States.Runtime)":
-            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Check Workload Error Cause"].update(
-                Default="Raise Workload Error Again"),
+            lambda s: workload_branch(s)["Check Workload Error Cause"].update(Default="Raise Workload Error Again"),
         "the held Wait's Seconds changed in one file":
             lambda s: s["States"]["Wait For Workload To Stop"].update(Seconds="${WorkloadTimeoutSeconds}"),
         "the lease from another bound in one file": lambda s: s["States"]["Acquire Lock"]["Parameters"]["Payload"].update(
@@ -233,7 +215,7 @@ def self_test() -> int:
         print(f"{'ok  ' if found else 'FAIL'} asl-variants rejects {name}: {found[:1]}")
         failures += not found
 
-    queued = load("queued-workflow.asl.json")
+    queued = load(MACHINES / "queued-workflow.asl.json")
     if queue_problems(locked, queued):
         print(f"FAIL rejects the shipped queue: {queue_problems(locked, queued)}")
         failures += 1
@@ -276,7 +258,7 @@ def self_test() -> int:
         "the marker's Choice changed in the queue only":
             lambda s: s["States"]["Check Whether Workload Failed"].update(Default="Take Workload Error"),
         "the workload's proven-end catcher widened in the queue only":
-            lambda s: s["States"]["Run Workload Under Lock"]["Branches"][0]["States"]["Run Workload"]["Catch"].reverse(),
+            lambda s: workload_branch(s)["Run Workload"]["Catch"].reverse(),
     }
     for name, change in queue_cases.items():
         broken = copy.deepcopy(queued)
@@ -290,10 +272,10 @@ def self_test() -> int:
 def main() -> int:
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
-    locked = load("locked-workflow.asl.json")
+    locked = load(MACHINES / "locked-workflow.asl.json")
     total = 0
     for name, check in (("skip-if-running.asl.json", problems), ("queued-workflow.asl.json", queue_problems)):
-        found = check(locked, load(name))
+        found = check(locked, load(MACHINES / name))
         for problem in found:
             print(f"asl_variants: {name}: {problem}")
         print(f"asl_variants: {name} vs locked-workflow.asl.json: {len(found)} problem(s)")

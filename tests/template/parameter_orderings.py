@@ -47,7 +47,6 @@ Usage: parameter_orderings.py template.yaml | parameter_orderings.py --self-test
 from __future__ import annotations
 
 import copy
-import json
 import re
 import sys
 from pathlib import Path
@@ -55,6 +54,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import code_facts  # noqa: E402
+# A definition's text as data (timing_relations imports parse_definition from here).
+from asl_walk import loads as parse_definition  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
@@ -133,11 +134,6 @@ def lease_terms(expression: str) -> list[str]:
 
 
 # -- the rules --------------------------------------------------------------------------
-def parse_definition(text: str) -> dict:
-    """A definition, its unquoted ${...} placeholders turned into the strings "${...}"."""
-    return json.loads(re.sub(r"(:\s*)(\$\{\w+\})(\s*[,\n}])", r'\1"\2"\3', text))
-
-
 def all_states(states: dict) -> dict[str, dict]:
     """Every state, those inside Parallel branches and Map iterators too."""
     found = {}
