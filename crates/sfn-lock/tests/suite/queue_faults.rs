@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::fault_proxy::fault_proxy;
+use common::log_capture::Captured;
 use common::lossy_proxy::store_via;
 use common::sfn::owner_of;
 use common::tokens::{
@@ -176,9 +177,18 @@ async fn a_take_back_keeps_the_real_release_record() {
     // A's release hands to B, whose task has ended: taken back (its answer
     // lost, too), then C is woken.
     let lossy = losing_answer_of(take_back).await;
+    let captured = Captured::start();
     let released = lossy.release(&lock, &owner("a"), now).await.unwrap();
     assert_eq!(released, ReleaseOutcome::Released);
     assert_eq!(woken_with(&c)["owner"], "arn:exec:c");
+    // One line for B: its grant taken back. The retry that finds its own
+    // write landed must not add that the grant "stays".
+    let about_b: Vec<_> = captured
+        .lines()
+        .into_iter()
+        .filter(|line| line["fields"]["owner"] == "arn:exec:b")
+        .collect();
+    assert_eq!(about_b.len(), 1, "{about_b:#?}");
     // The record is A's release's, so that A's retried release (Step
     // Functions', with a new id) knows the lock went on after its own.
     assert_eq!(

@@ -9,6 +9,7 @@ use crate::common;
 use std::sync::{Arc, Mutex};
 
 use common::fault_proxy::{fault_proxy, Matcher};
+use common::log_capture::Captured;
 use common::lossy_proxy::store_via;
 use common::sfn::owner_of;
 use common::tokens::{is_open, mint, throttle_next_wakes, woken_with};
@@ -40,8 +41,21 @@ async fn a_claim_whose_answer_was_lost_still_sends_the_wake_up() {
     // The next pump (a polling acquire, refused) claims the marker; the
     // claim lands, its answer is lost, the SDK's retry finds it moved on.
     let lossy = losing_answer_of(matcher).await;
+    let captured = Captured::start();
     let c = lossy.acquire(&lock, &owner("c"), lease(60), now).await;
     assert!(matches!(c, Ok(AcquireOutcome::Held(_))), "{c:?}");
+    // One decision, one line: the wake-up sent, saying the claim's answer
+    // was lost (not a line for the claim and another for the send).
+    let about_b: Vec<_> = captured
+        .lines()
+        .into_iter()
+        .filter(|line| line["fields"]["owner"] == b_owner.as_str())
+        .collect();
+    assert_eq!(about_b.len(), 1, "{about_b:#?}");
+    assert_eq!(
+        about_b[0]["fields"]["claim_answer_lost"], true,
+        "{about_b:#?}"
+    );
     assert_eq!(
         owner_of(lock.as_str()).await.as_deref(),
         Some(b_owner.as_str())

@@ -10,6 +10,7 @@ use crate::store::dynamodb::table::{
 use crate::vocab::error::StoreError;
 use crate::vocab::model::{Lease, LockName};
 use crate::vocab::request::Limit;
+use aws_sdk_dynamodb::types::AttributeValue;
 use tracing::warn;
 
 /// Takes a handed grant back from a waiter whose task had ended, only while
@@ -61,11 +62,31 @@ impl DynamoStore {
         match self.conditional_update(lock_name.as_str(), write).await {
             Ok(item) => Ok(Some(item)),
             Err(WriteFailure::ConditionFailed(item)) => {
-                warn!(
-                    lock_name = lock_name.as_str(),
-                    owner,
-                    "a handed grant changed, or another pump woke its waiter, before it could be taken back; it stays"
-                );
+                // The grant is gone if this very write landed and lost its
+                // answer (the SDK's retry then failed): the caller's line
+                // said "taken back" already. Only a grant that stayed is a
+                // decision of its own, with a line of its own.
+                let held_by = |attribute: &str, value: &AttributeValue| {
+                    item.as_ref()
+                        .and_then(|item| item.get(attribute))
+                        .is_some_and(|found| found == value)
+                };
+                let stays = match limit.is_mutex() {
+                    // The token too: the same owner may have been granted
+                    // again since (a retried acquire), which is not this grant.
+                    true => {
+                        held_by(OWNER, &string(owner))
+                            && held_by(FENCING_TOKEN, &number(lease.fencing_token))
+                    }
+                    false => held_by(&token, &number(lease.fencing_token)),
+                };
+                if stays {
+                    warn!(
+                        lock_name = lock_name.as_str(),
+                        owner,
+                        "a handed grant changed, or another pump woke its waiter, before it could be taken back; it stays"
+                    );
+                }
                 Ok(item)
             }
             Err(WriteFailure::Store(error)) => Err(error),

@@ -105,6 +105,8 @@ impl DynamoStore {
             .value(":seen", string(&pending.value))
             .value(":requestedAt", number(waiter.enqueued_at.0))
             .value(":heldUntil", number(held_until.0));
+            // Said on the outcome's line: one decision, one line.
+            let mut claim_answer_lost = false;
             item = match self.conditional_update(name, write).await {
                 Ok(next) => next,
                 Err(WriteFailure::ConditionFailed(Some(next))) => {
@@ -116,10 +118,7 @@ impl DynamoStore {
                     // have run out and gone to another since).
                     let ours = marker == Some(&claimed) && still_handed(&next)?;
                     if ours {
-                        info!(
-                            lock_name = name,
-                            owner, "the claim had landed; sending the wake-up"
-                        );
+                        claim_answer_lost = true;
                         next
                     } else {
                         // Another pump claimed it (the marker moved on), or the
@@ -148,6 +147,7 @@ impl DynamoStore {
                     info!(
                         lock_name = name,
                         owner,
+                        claim_answer_lost,
                         sends = pending.sends + 1,
                         "woke a waiter an earlier hand-off had not"
                     );
@@ -161,6 +161,7 @@ impl DynamoStore {
                     info!(
                         lock_name = name,
                         owner,
+                        claim_answer_lost,
                         error = detail,
                         "the waiter's task is closed (woken by an earlier wake-up, or ended); its grant stays"
                     );
@@ -172,6 +173,7 @@ impl DynamoStore {
                     warn!(
                         lock_name = name,
                         owner,
+                        claim_answer_lost,
                         error = detail,
                         "Step Functions refused a wake-up again; the next pump sends it"
                     );
@@ -183,6 +185,7 @@ impl DynamoStore {
                     warn!(
                         lock_name = name,
                         owner,
+                        claim_answer_lost,
                         error = detail,
                         "whether a re-sent wake-up took is unknown; the next pump sends it again"
                     );
