@@ -159,15 +159,21 @@ cdk/node_modules/.installed: cdk/package.json cdk/package-lock.json
 	scripts/tools.sh cdk
 	touch $@
 
-# The CDK construct library (cdk/README.md): compiled afresh (a test file
-# removed must not run from an old dist/), then its tests on node's runner:
-# the synthesized template against template.yaml, contract/code-facts.json
-# and the shipped definitions, and cdk-nag. No AWS account, no Rust build:
-# the tests synthesize with app.synth() and a stand-in asset directory.
-cdk-test: node_modules/.installed cdk/node_modules/.installed
-	@echo "cdk-test: compiling cdk/ (tsc)..."
+# cdk/ compiled once for cdk-test and cdk-deployed-test, and again whenever
+# a source changes. dist/ is built afresh: the folders are prerequisites too
+# (a removed file changes its folder's mtime), so a test file removed never
+# runs from an old dist/.
+CDK_SOURCES := $(shell find cdk/lib cdk/test cdk/example \( -name '*.ts' -o -type d \)) cdk/tsconfig.json
+cdk/dist/.compiled: $(CDK_SOURCES) node_modules/.installed cdk/node_modules/.installed
+	@echo "cdk: compiling cdk/ (tsc)..."
 	@start=$$(date +%s); rm -rf cdk/dist && cd cdk && ../$(NODE) node_modules/typescript/bin/tsc -p . \
-	  && echo "cdk-test: compiled in $$(( $$(date +%s) - start )) s; running cdk/test..."
+	  && touch dist/.compiled && echo "cdk: compiled in $$(( $$(date +%s) - start )) s"
+
+# The CDK construct library's tests (cdk/README.md) on node's runner: the
+# synthesized template against template.yaml, contract/code-facts.json and
+# the shipped definitions, and cdk-nag. No AWS account, no Rust build: the
+# tests synthesize with app.synth() and a stand-in asset directory.
+cdk-test: cdk/dist/.compiled
 	@start=$$(date +%s); cd cdk && ../$(NODE) --test --test-concurrency=1 --test-reporter=spec dist/test/*.test.js \
 	  && echo "cdk-test: tests passed in $$(( $$(date +%s) - start )) s"
 
@@ -178,8 +184,7 @@ cdk-test: node_modules/.installed cdk/node_modules/.installed
 # (cdk/deployed/run.py), with IAM evaluated as deployed-test does: every
 # call of the lock functions allowed by one of the construct's statements.
 # About 75 s once the debug build is there (a first build adds minutes).
-cdk-deployed-test: $(MINISTACK_VENV)/.installed node_modules/.installed cdk/node_modules/.installed
-	rm -rf cdk/dist && cd cdk && ../$(NODE) node_modules/typescript/bin/tsc -p .
+cdk-deployed-test: $(MINISTACK_VENV)/.installed cdk/dist/.compiled
 	SFN_LOCK_DEPLOYED_AUTH=true scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python cdk/deployed/run.py
 
 clean:
