@@ -49,6 +49,22 @@ build() {
   exec 9>&-
 }
 
+# npm_tree KIND FILES...: node_modules for the package whose package.json is
+# the first of FILES, keyed by them (the lock file among them), linked into
+# that package's folder.
+npm_tree() {
+  local kind=$1 package key dir
+  shift
+  package=$(dirname "$1")
+  key=$({ npm --version; cat "$@"; } | digest)
+  dir="$cache/$kind/$key"
+  build "$dir" "$package/node_modules ($2)" sh -c '
+    dir=$1; shift
+    cp "$@" "$dir/"
+    cd "$dir" && npm ci --no-audit --no-fund --loglevel=error' npm "$dir" "$@"
+  link "$package/node_modules" "$dir/node_modules"
+}
+
 case "${1:-}" in
   venv)
     [ $# -ge 3 ] || { echo "usage: $0 venv DIR REQUIREMENTS [PIP_ARGS...]" >&2; exit 2; }
@@ -64,22 +80,12 @@ case "${1:-}" in
     link "$name" "$dir"
     ;;
   npm)
-    key=$({ npm --version; cat package.json package-lock.json .npmrc; } | digest)
-    dir="$cache/npm/$key"
-    build "$dir" "node_modules (package-lock.json)" sh -c '
-      cp package.json package-lock.json .npmrc "$1/"
-      cd "$1" && npm ci --no-audit --no-fund --loglevel=error' npm "$dir"
-    link node_modules "$dir/node_modules"
+    npm_tree npm package.json package-lock.json .npmrc
     ;;
   cdk)
     # The CDK construct library's own package (cdk/), apart from the root's:
     # aws-cdk-lib is large and only make cdk-test needs it.
-    key=$({ npm --version; cat cdk/package.json cdk/package-lock.json; } | digest)
-    dir="$cache/npm-cdk/$key"
-    build "$dir" "cdk/node_modules (cdk/package-lock.json)" sh -c '
-      cp cdk/package.json cdk/package-lock.json "$1/"
-      cd "$1" && npm ci --no-audit --no-fund --loglevel=error' npm "$dir"
-    link cdk/node_modules "$dir/node_modules"
+    npm_tree npm-cdk cdk/package.json cdk/package-lock.json
     ;;
   *)
     echo "usage: $0 venv DIR REQUIREMENTS [PIP_ARGS...] | $0 npm | $0 cdk" >&2
