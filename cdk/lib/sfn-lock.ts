@@ -144,10 +144,10 @@ export class SfnLock extends Construct {
         topicArn: props.alarmTopicArn,
       });
     }
+    // With nothing registered at all, the sweep says so (lib/sweep.ts); this
+    // names each machine that uses the lock without register().
     this.node.addValidation({
-      validate: () => this.arounds > 0 && this.sweep.count === 0
-        ? ['SfnLock: around() was used but no state machine was registered: call lock.register(stateMachine) for each (its role may then call the lock, and the sweep frees what its executions leave held)']
-        : this.unregistered().map((id) => `SfnLock: state machine ${id} calls this lock's functions but was not passed to lock.register(): its role cannot call them, and the sweep would not free what its executions leave held`),
+      validate: () => this.unregistered().map((id) => `SfnLock: state machine ${id} calls this lock's functions but was not passed to lock.register(): its role cannot call them, and the sweep would not free what its executions leave held`),
     });
   }
 
@@ -203,6 +203,8 @@ export class SfnLock extends Construct {
    * With its log group, entries into Succeed And Leave Lock To Cleanup count
    * for the LeftLockToCleanup alarm. */
   register(stateMachine: sfn.IStateMachine, options: { logGroup?: logs.ILogGroup } = {}): void {
+    // A second call changes nothing: one ARN in the sweep, one metric filter.
+    if (this.registered.has(stateMachine)) return;
     // Every version: executions started before an update still call theirs.
     stateMachine.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
       // One per lock: a machine under two locks gets two (IAM wants unique Sids).
