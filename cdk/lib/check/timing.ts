@@ -36,8 +36,9 @@ export function timing(name: string, state: any, workloadTimeout: number, calls:
   const config = state.ItemProcessor?.ProcessorConfig;
   if (state.Type === 'Map' && config?.Mode === 'DISTRIBUTED' && config?.ExecutionType !== 'STANDARD') {
     return `state "${name}" is a Distributed Map whose child executions are ${config?.ExecutionType ?? 'not STANDARD'}: `
-      + 'Step Functions cannot stop Express executions, so after an error one may run on up to 300 s, longer than the '
-      + `lock's held wait (workloadMaxRun, ${calls.workloadMaxRun.toSeconds()} s) covers; use mapExecutionType: `
+      + 'Step Functions cannot stop Express executions, so after an error one may run on up to 300 s after the Map '
+      + `failed, and work it started (a Lambda invocation) up to workloadMaxRun (${calls.workloadMaxRun.toSeconds()} s) `
+      + "after that: longer than the lock's held wait covers (wrap adds the 300 s); use mapExecutionType: "
       + 'sfn.StateMachineType.STANDARD (the default), whose children stop with the Map';
   }
   return undefined;
