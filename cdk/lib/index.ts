@@ -1,5 +1,6 @@
 export { SfnLock, SfnLockProps } from './sfn-lock';
 export { AroundOptions, OnContention } from './around';
-export { LambdaWorkloadOptions, lambdaWorkload } from './workload';
+// The sample workload only as lock.lambdaWorkload(), which checks its Timeout.
+export { LambdaWorkloadOptions } from './workload';
 export { Sweep, SweepProps } from './sweep';
 export * as errors from './errors';

@@ -19,6 +19,9 @@ import { acknowledge, nagRef } from './nag';
 import { SweepProps, Sweep } from './sweep';
 import { lambdaWorkload, LambdaWorkloadOptions } from './workload';
 
+/** acquire-lock's longest lease (contract/code-facts.json, limits.max_lease_seconds). */
+const MAX_LEASE_SECONDS = 31536000;
+
 export interface SfnLockProps extends SweepProps {
   /** A directory with acquire-lock/bootstrap, release-lock/bootstrap and
    * release-execution-locks/bootstrap: `cargo lambda build --release --arm64`
@@ -72,8 +75,8 @@ export class SfnLock extends Construct {
     this.maxLease = props.maxLease;
     checkRange('workloadMaxRun', this.workloadMaxRun, 30, 86400);
     // acquire-lock's own bounds for a lease (template.yaml: 1 to 31536000).
-    if (props.defaultLease) checkRange('defaultLease', props.defaultLease, 1, 31536000);
-    if (props.maxLease) checkRange('maxLease', props.maxLease, 1, 31536000);
+    if (props.defaultLease) checkRange('defaultLease', props.defaultLease, 1, MAX_LEASE_SECONDS);
+    if (props.maxLease) checkRange('maxLease', props.maxLease, 1, MAX_LEASE_SECONDS);
     checkRange('leaseMargin', this.leaseMargin, 180, 86400);
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
 
@@ -171,7 +174,7 @@ export class SfnLock extends Construct {
     // template.yaml cannot compare numbers at deploy time (a short
     // MaxLeaseSeconds deploys and every acquire is refused); here we can.
     const lease = options.workloadTimeout.toSeconds() + this.workloadMaxRun.toSeconds() + this.leaseMargin.toSeconds();
-    const cap = this.maxLease?.toSeconds() ?? 31536000;
+    const cap = this.maxLease?.toSeconds() ?? MAX_LEASE_SECONDS;
     if (lease > cap) {
       throw new Error(`SfnLock: the lease (workloadTimeout + workloadMaxRun + leaseMargin = ${lease} s) exceeds maxLease (${cap} s): acquire-lock would refuse every acquire`);
     }

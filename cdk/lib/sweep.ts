@@ -56,7 +56,7 @@ export class Sweep extends Construct {
     this.queue = new sqs.Queue(this, 'CleanupQueue', {
       deliveryDelay: Duration.seconds(delay),
       // Six times the function's timeout, as Lambda recommends for SQS sources.
-      visibilityTimeout: Duration.seconds(210),
+      visibilityTimeout: Duration.seconds(6 * (fn.timeout?.toSeconds() ?? 3)),
       retentionPeriod: Duration.seconds(345600),
       // SQS managed keys: EventBridge cannot send to a queue under the AWS
       // managed KMS key (its key policy cannot grant events.amazonaws.com).

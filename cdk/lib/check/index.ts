@@ -43,7 +43,7 @@ export function checkAround(scope: Construct, work: sfn.IChainable, o: AroundOpt
 }
 
 /** The first refusal for the chain `work` with the options `o`, if any. */
-export function refuse(work: sfn.IChainable, o: AroundOptions, calls: LockCalls): string | undefined {
+function refuse(work: sfn.IChainable, o: AroundOptions, calls: LockCalls): string | undefined {
   const stack = Stack.of(work.startState);
   const states = chainStates(work, o.queryLanguage);
   return lockNameRefusal(o)
