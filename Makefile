@@ -27,7 +27,8 @@ demo: $(MINISTACK_VENV)/.installed
 	scripts/deployed-stack.sh $(MINISTACK_VENV)/bin/python scripts/demo/deployed.py
 
 # Tools, lint, template checks, the Rust suites and the state-machine runs on
-# one local stack, the bench smoke run; each part's time is printed at the end.
+# one local stack, the deployed tier, the CDK tests (synthesized and
+# deployed), the bench smoke run; each part's time is printed at the end.
 test:
 	scripts/test.sh
 

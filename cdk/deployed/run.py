@@ -46,7 +46,9 @@ import boto3
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "deployed"))
 import deploy as sam_deploy  # noqa: E402  (tests/deployed/deploy.py)
+from jsonata_machines import ended  # noqa: E402
 from lockstate import Lock, history, poll, state_events, task_errors  # noqa: E402
+from test_locked import granted_token  # noqa: E402
 
 STACK = "SfnLockExample"
 QUEUED_STACK = "SfnLockExampleQueued"
@@ -127,14 +129,6 @@ def resource(session: boto3.Session, type_: str, prefix: str, stack: str = STACK
     return found[0]
 
 
-def granted_token(events, execution_arn) -> int:
-    exited = state_events(events, "Exited", "Acquire Lock")
-    answers = [e for e in events if e["type"] == "TaskSucceeded" and e["id"] < exited[0]["id"]]
-    payload = json.loads(answers[-1]["taskSucceededEventDetails"]["output"])["Payload"]
-    assert payload["owner"] == execution_arn, payload
-    return int(payload["fencingToken"])
-
-
 class OnLock(NamedTuple):
     """One stack's state machine, the client that starts it, and its lock."""
     sfn: Any
@@ -170,12 +164,12 @@ def two_executions(session: boto3.Session) -> None:
     second = sfn.start_execution(stateMachineArn=machine, name=f"second-{run}", input=json.dumps(second_input))["executionArn"]
     poll("the second execution refused with LockUnavailable",
          lambda: "LockUnavailable" in task_errors(history(sfn, second)), timeout=60)
+    assert sfn.describe_execution(executionArn=first)["status"] == "RUNNING", "lengthen HOLD_SECONDS"
     assert lock.holders() == [first], "the lock changed hands while the first execution held it"
-    ended = {arn: poll(f"{arn} ends", lambda arn=arn: (d := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and d,
-                       timeout=120) for arn in (first, second)}
+    outcomes = {arn: ended(sfn, arn) for arn in (first, second)}
     for arn, given in ((first, first_input), (second, second_input)):
-        assert ended[arn]["status"] == "SUCCEEDED", ended[arn]
-        assert json.loads(ended[arn]["output"]) == given, "not transparent"
+        assert outcomes[arn]["status"] == "SUCCEEDED", outcomes[arn]
+        assert json.loads(outcomes[arn]["output"]) == given, "not transparent"
     first_events, second_events = history(sfn, first), history(sfn, second)
     released = state_events(first_events, "Exited", "Release Lock")
     entered = state_events(second_events, "Entered", "Run Workload Under Lock")
@@ -229,9 +223,8 @@ def queued_executions(session: boto3.Session) -> None:
     poll("the second execution queued", lambda: lock.queue_length() == 1 or None, timeout=60)
     assert sfn.describe_execution(executionArn=first)["status"] == "RUNNING", "lengthen HOLD_SECONDS"
     for arn in (first, second):
-        ended = poll(f"{arn} ends", lambda arn=arn: (d := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and d,
-                     timeout=120)
-        assert ended["status"] == "SUCCEEDED", ended
+        outcome = ended(sfn, arn)
+        assert outcome["status"] == "SUCCEEDED", outcome
     second_events = history(sfn, second)
     assert "LockUnavailable" not in task_errors(second_events), "the queued acquire polled"
     # The hand-off happens inside the first one's release (release-lock
@@ -250,10 +243,11 @@ def skipped_while_held(session: boto3.Session) -> None:
     sfn, machine, lock = target = on_lock(session, SKIP_STACK)
     run, first = holding(target, {"sleepSeconds": HOLD_SECONDS})
     second = sfn.start_execution(stateMachineArn=machine, name=f"second-{run}", input="{}")["executionArn"]
-    ended = poll("the second execution ends", lambda: (d := sfn.describe_execution(executionArn=second))["status"] != "RUNNING" and d,
-                 timeout=60)
-    assert ended["status"] == "SUCCEEDED", ended
-    output = json.loads(ended["output"])
+    outcome = ended(sfn, second, timeout=60)
+    # Met the lock held, or the assertions below say nothing about skipping.
+    assert sfn.describe_execution(executionArn=first)["status"] == "RUNNING", "lengthen HOLD_SECONDS"
+    assert outcome["status"] == "SUCCEEDED", outcome
+    output = json.loads(outcome["output"])
     assert output["skipped"] is True and output["lock"]["holder"] == first, output
     assert state_events(history(sfn, second), "Entered", "Run Workload Under Lock") == [], "a skipped run ran its workload"
     assert lock.holders() == [first], "the skipped run changed the lock"

@@ -100,7 +100,7 @@ if (require.main === module) {
   const app = new App({ outdir: process.env.CDK_OUTDIR ?? 'cdk.out' });
   // Optional settings as CDK context (`cdk synth -c sfn-lock:cleanupDelaySeconds=20`,
   // or CDK_CONTEXT_JSON): the deployed tier shortens the sweep's waits and
-  // deploys the queue mode beside the wait mode.
+  // deploys the queue and skip modes beside the wait mode.
   const seconds = (key: string) => {
     const v = app.node.tryGetContext(`sfn-lock:${key}`);
     return v === undefined ? undefined : Duration.seconds(Number(v));

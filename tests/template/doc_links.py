@@ -44,6 +44,7 @@ DOC_GLOBS = [
     "CHANGELOG.md",
     "bench/README.md",
     "tests/deployed/README.md",
+    "cdk/README.md",
 ]
 PROSE_GLOBS = ["README.md", "docs/*.md", "CHANGELOG.md", "CONTRIBUTING.md"]
 # Names the template had and no longer has: told only where removals are.
