@@ -4,13 +4,11 @@
 // Arguments, Output and Assign). The lock lands in the variable $sfnLock;
 // passLockToWorkload merges it into the branch's input, as the files do.
 // test/equivalence.test.ts compares with those files.
-import { Aws, Duration } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { AroundOptions, LockCalls, retryTransient, retryWhileHeld } from './around';
+import { AroundOptions, invoke, LockCalls, queueWaitTimeoutCause, Resolved, retryTransient, retryWhileHeld } from './around';
 import { ACQUIRE_CAUGHT, QUEUED_ACQUIRE_CAUGHT } from './errors';
 
-const invoke = `arn:${Aws.PARTITION}:states:::lambda:invoke`;
 const keepInput = '{% $states.input %}';
 const owner = '{% $states.context.Execution.Id %}';
 
@@ -23,12 +21,9 @@ class JsonataTask extends sfn.CustomState {
   }
 }
 
-/** The checks (limit, maxWait) are buildAround's, which runs them first. */
-export function buildAroundJsonata(scope: Construct, calls: LockCalls, work: sfn.IChainable, o: AroundOptions): sfn.Chain {
-  const mode = o.onContention ?? 'wait';
-  const p = o.prefix ?? '';
-  const limit = o.limit ?? 1;
-  const maxWait = (o.maxWait ?? Duration.hours(1)).toSeconds();
+/** The options as buildAround resolved and checked them. */
+export function buildAroundJsonata(scope: Construct, calls: LockCalls, work: sfn.IChainable, o: AroundOptions,
+  { mode, p, limit, maxWait }: Resolved): sfn.Chain {
   const lockName = o.lockName;
   const lease = `{% ${o.workloadTimeout.toSeconds()} + ${calls.workloadMaxRun.toSeconds()} + ${calls.leaseMargin.toSeconds()} %}`;
 
@@ -83,7 +78,7 @@ export function buildAroundJsonata(scope: Construct, calls: LockCalls, work: sfn
   if (mode === 'queue') {
     const failWaitTimeout = sfn.Fail.jsonata(scope, p + 'Fail With Lock Wait Timeout', {
       error: 'LockWaitTimeout',
-      cause: `Waited MaxWaitSeconds (${maxWait} s) in the lock's queue without being admitted; left the queue, released anything handed over as the wait ran out, and ran nothing.`,
+      cause: queueWaitTimeoutCause(maxWait),
     });
     const withdraw = releaseTask('Release Lock After Wait Timeout', { withdraw: true })
       .addCatch(failWaitTimeout, { errors: ['States.ALL'], outputs: keepInput });

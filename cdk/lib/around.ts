@@ -63,7 +63,15 @@ export const retryWhileHeld: sfn.RetryProps = {
   maxDelay: Duration.seconds(10), jitterStrategy: sfn.JitterType.FULL, maxAttempts: 99999999,
 };
 
-const invoke = `arn:${Aws.PARTITION}:states:::lambda:invoke`;
+export const invoke = `arn:${Aws.PARTITION}:states:::lambda:invoke`;
+
+/** The Fail cause of a queue wait that ran out (both query languages). */
+export const queueWaitTimeoutCause = (maxWait: number) =>
+  `Waited MaxWaitSeconds (${maxWait} s) in the lock's queue without being admitted; left the queue, released anything handed over as the wait ran out, and ran nothing.`;
+
+/** around()'s options with their defaults, checked: worked out once for
+ * both query languages. */
+export interface Resolved { mode: OnContention; p: string; limit: number; maxWait: number }
 
 export function buildAround(scope: Construct, calls: LockCalls, work: sfn.IChainable, o: AroundOptions): sfn.Chain {
   const mode = o.onContention ?? 'wait';
@@ -79,7 +87,7 @@ export function buildAround(scope: Construct, calls: LockCalls, work: sfn.IChain
   }
   // The branch: what `sfn-lock wrap` refuses, around() refuses (check/).
   checkAround(scope, work, o, calls);
-  if (o.queryLanguage === sfn.QueryLanguage.JSONATA) return buildAroundJsonata(scope, calls, work, o);
+  if (o.queryLanguage === sfn.QueryLanguage.JSONATA) return buildAroundJsonata(scope, calls, work, o, { mode, p, limit, maxWait });
   const timeout = o.workloadTimeout.toSeconds();
   const maxRun = calls.workloadMaxRun.toSeconds();
   const margin = calls.leaseMargin.toSeconds();
@@ -144,7 +152,7 @@ export function buildAround(scope: Construct, calls: LockCalls, work: sfn.IChain
   if (mode === 'queue') {
     const failWaitTimeout = new sfn.Fail(scope, p + 'Fail With Lock Wait Timeout', {
       error: 'LockWaitTimeout',
-      cause: `Waited MaxWaitSeconds (${maxWait} s) in the lock's queue without being admitted; left the queue, released anything handed over as the wait ran out, and ran nothing.`,
+      cause: queueWaitTimeoutCause(maxWait),
     });
     // Leaves the queue; a grant handed over as the wait ran out goes too.
     const withdraw = releaseTask('Release Lock After Wait Timeout', { withdraw: true })
