@@ -106,8 +106,15 @@ test('two machines registered: both swept, both in the rule', () => {
   const { stack, lock } = locked(twoSteps);
   const other = lock.around(new sfn.Pass(stack, 'Other'), { lockName: 'other', workloadTimeout: Duration.minutes(1), prefix: 'Other: ' });
   lock.register(new sfn.StateMachine(stack, 'Second', { definitionBody: sfn.DefinitionBody.fromChainable(other) }));
-  const rule = Object.values(Template.fromStack(stack).findResources('AWS::Events::Rule'))[0] as any;
+  const template = Template.fromStack(stack);
+  const rule = Object.values(template.findResources('AWS::Events::Rule'))[0] as any;
   assert.equal(rule.Properties.EventPattern.detail.stateMachineArn.length, 2);
+  // Swept: the function's list names both (Fn::Join of their Refs).
+  const swept = Object.values(template.findResources('AWS::Lambda::Function'))
+    .map((f: any) => f.Properties?.Environment?.Variables?.SWEPT_STATE_MACHINE_ARNS)
+    .find((arns) => arns !== undefined);
+  const refs = JSON.stringify(swept).match(/"Ref":"[A-Za-z0-9]+"/g) ?? [];
+  assert.equal(new Set(refs).size, 2, JSON.stringify(swept));
 });
 
 test('JSONata: the lock in $sfnLock, merged into the branch input only when asked; a per-key name as an expression', () => {
